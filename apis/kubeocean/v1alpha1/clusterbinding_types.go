@@ -1,0 +1,138 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterBinding binds one physical (worker) cluster to the virtual cluster.
+// It lives in the virtual cluster; the manager validates it, tests the
+// connection through the referenced kubeconfig Secret and runs one syncer
+// for it.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=cb
+// +kubebuilder:printcolumn:name="ClusterID",type=string,JSONPath=".spec.clusterID"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+type ClusterBinding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ClusterBindingSpec `json:"spec"`
+	// +optional
+	Status ClusterBindingStatus `json:"status,omitempty"`
+}
+
+// ClusterBindingSpec is what the user asks for.
+type ClusterBindingSpec struct {
+	// ClusterID identifies the physical cluster in every name, label and
+	// finalizer Kubeocean derives from it, so it may never change.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=24
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="clusterID must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterID is immutable"
+	ClusterID string `json:"clusterID"`
+
+	// SecretRef names the Secret, in the virtual cluster, whose key
+	// "kubeconfig" holds the kubeconfig of the physical cluster.
+	// +required
+	SecretRef SecretReference `json:"secretRef"`
+
+	// NodeSelector picks the physical nodes to lend; empty selects all nodes.
+	// +optional
+	NodeSelector *corev1.NodeSelector `json:"nodeSelector,omitempty"`
+
+	// MountNamespace is the namespace in the physical cluster where the pods
+	// and their dependents are created.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="mountNamespace must be a valid namespace name: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	MountNamespace string `json:"mountNamespace"`
+
+	// ServiceNamespaces are virtual-cluster namespaces whose services the
+	// synced pods may reach.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(ns, ns != '')",message="serviceNamespaces must not contain empty names"
+	ServiceNamespaces []string `json:"serviceNamespaces,omitempty"`
+
+	// DisableNodeDefaultTaint leaves out the kubeocean.io/vnode:NoSchedule
+	// taint that otherwise keeps ordinary pods off virtual nodes.
+	// +optional
+	DisableNodeDefaultTaint bool `json:"disableNodeDefaultTaint,omitempty"`
+}
+
+// SecretReference names a Secret in a given namespace.
+type SecretReference struct {
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+}
+
+// ClusterBindingPhase summarises the state of a binding.
+// +kubebuilder:validation:Enum=Pending;Ready;Failed
+type ClusterBindingPhase string
+
+const (
+	// ClusterBindingPending: accepted, not yet validated or connected.
+	ClusterBindingPending ClusterBindingPhase = "Pending"
+	// ClusterBindingReady: valid, connected and its syncer runs.
+	ClusterBindingReady ClusterBindingPhase = "Ready"
+	// ClusterBindingFailed: invalid, unreachable, or its syncer cannot run.
+	ClusterBindingFailed ClusterBindingPhase = "Failed"
+)
+
+// Condition types of a ClusterBinding.
+const (
+	// ClusterBindingConditionReady is True when the binding is fully working.
+	ClusterBindingConditionReady = "Ready"
+	// ClusterBindingConditionConnected is True when the physical cluster
+	// answered through the referenced kubeconfig.
+	ClusterBindingConditionConnected = "Connected"
+	// ClusterBindingConditionSyncerReady is True when the binding's syncer runs.
+	ClusterBindingConditionSyncerReady = "SyncerReady"
+)
+
+// ClusterBindingStatus is what the manager observed.
+type ClusterBindingStatus struct {
+	// +optional
+	Phase ClusterBindingPhase `json:"phase,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LastSyncTime is when the manager last reconciled the binding successfully.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+}
+
+// ClusterBindingList is a list of ClusterBindings.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type ClusterBindingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterBinding `json:"items"`
+}

@@ -1,0 +1,185 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ResourceLeasingPolicy says which nodes of a physical cluster are lent to a
+// ClusterBinding, how much of each resource, and when. It lives in the
+// physical cluster.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=rlp
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=".spec.cluster"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+type ResourceLeasingPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ResourceLeasingPolicySpec `json:"spec"`
+	// +optional
+	Status ResourceLeasingPolicyStatus `json:"status,omitempty"`
+}
+
+// ResourceLeasingPolicySpec is what the owner of the physical cluster lends.
+type ResourceLeasingPolicySpec struct {
+	// Cluster is the name of the ClusterBinding this policy lends to.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+
+	// NodeSelector picks the nodes the policy applies to; empty selects all.
+	// +optional
+	NodeSelector *corev1.NodeSelector `json:"nodeSelector,omitempty"`
+
+	// TimeWindows are the times at which the nodes are lent; an empty list
+	// lends them at all times.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	TimeWindows []TimeWindow `json:"timeWindows,omitempty"`
+
+	// TimeZone is the IANA time zone the windows are read in (default UTC).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
+
+	// ResourceLimits cap what is lent per resource; resources not listed are
+	// lent at 100% of what is available.
+	// +optional
+	// +listType=map
+	// +listMapKey=resource
+	// +kubebuilder:validation:MaxItems=64
+	ResourceLimits []ResourceLimit `json:"resourceLimits,omitempty"`
+
+	// ForceReclaim evicts the virtual pods from a node once it is outside its
+	// time windows and the graceful reclaim period has passed.
+	// +optional
+	ForceReclaim bool `json:"forceReclaim,omitempty"`
+
+	// GracefulReclaimPeriodSeconds is how long pods may keep running outside
+	// the time windows before a forced reclaim evicts them (0 = at once).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	GracefulReclaimPeriodSeconds int32 `json:"gracefulReclaimPeriodSeconds,omitempty"`
+}
+
+// TimeWindow is a daily period, in the policy's time zone. A window whose end
+// is before its start crosses midnight and belongs to the day it starts on;
+// a window whose end equals its start lasts a whole day.
+type TimeWindow struct {
+	// Start is the local time the window opens, as HH:MM (00:00 to 23:59).
+	// +required
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="start must be a time of day HH:MM between 00:00 and 23:59"
+	Start string `json:"start"`
+	// End is the local time the window closes, as HH:MM (00:00 to 23:59).
+	// +required
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="end must be a time of day HH:MM between 00:00 and 23:59"
+	End string `json:"end"`
+	// Days the window opens on; empty means every day.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=7
+	Days []DayOfWeek `json:"days,omitempty"`
+}
+
+// DayOfWeek is a lowercase English day name.
+// +kubebuilder:validation:Enum=monday;tuesday;wednesday;thursday;friday;saturday;sunday
+type DayOfWeek string
+
+// The days of the week.
+const (
+	Monday    DayOfWeek = "monday"
+	Tuesday   DayOfWeek = "tuesday"
+	Wednesday DayOfWeek = "wednesday"
+	Thursday  DayOfWeek = "thursday"
+	Friday    DayOfWeek = "friday"
+	Saturday  DayOfWeek = "saturday"
+	Sunday    DayOfWeek = "sunday"
+)
+
+// ResourceLimit caps how much of one resource is lent. When both are set,
+// the smaller of Quantity and Percent (of what is available) wins.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.quantity) || has(self.percent)",message="each resource limit needs a quantity or a percent"
+type ResourceLimit struct {
+	// Resource is the resource name, such as cpu, memory or nvidia.com/gpu.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Resource corev1.ResourceName `json:"resource"`
+	// Quantity is the most that is lent per node.
+	// +optional
+	Quantity *resource.Quantity `json:"quantity,omitempty"`
+	// Percent is the most that is lent per node, as a share of what is
+	// available there.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Percent *int32 `json:"percent,omitempty"`
+}
+
+// ResourceLeasingPolicyPhase summarises the state of a policy.
+// +kubebuilder:validation:Enum=Active;Inactive;Failed
+type ResourceLeasingPolicyPhase string
+
+const (
+	// ResourceLeasingPolicyActive: valid and inside a time window.
+	ResourceLeasingPolicyActive ResourceLeasingPolicyPhase = "Active"
+	// ResourceLeasingPolicyInactive: valid and outside every time window.
+	ResourceLeasingPolicyInactive ResourceLeasingPolicyPhase = "Inactive"
+	// ResourceLeasingPolicyFailed: the spec cannot be applied.
+	ResourceLeasingPolicyFailed ResourceLeasingPolicyPhase = "Failed"
+)
+
+// Condition types of a ResourceLeasingPolicy.
+const (
+	// ResourceLeasingPolicyConditionValid is True when the spec can be applied.
+	ResourceLeasingPolicyConditionValid = "Valid"
+	// ResourceLeasingPolicyConditionActive is True inside a time window.
+	ResourceLeasingPolicyConditionActive = "Active"
+)
+
+// ResourceLeasingPolicyStatus is what the syncer observed.
+type ResourceLeasingPolicyStatus struct {
+	// +optional
+	Phase ResourceLeasingPolicyPhase `json:"phase,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	// ActiveTimeWindow is the window the policy is in now, if any.
+	// +optional
+	ActiveTimeWindow *TimeWindow `json:"activeTimeWindow,omitempty"`
+	// NextTransitionTime is when the policy next enters or leaves a window.
+	// +optional
+	NextTransitionTime *metav1.Time `json:"nextTransitionTime,omitempty"`
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// ResourceLeasingPolicyList is a list of ResourceLeasingPolicies.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type ResourceLeasingPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourceLeasingPolicy `json:"items"`
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Writes everything under generated/ and the deepcopy functions beside the
+# API types, with kube_codegen.sh from the k8s.io/code-generator version
+# pinned in hack/tools/codegen. Nothing else may write these files.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+module=github.com/kubeocean/kubeocean
+
+codegen_pkg=$(cd "$root/hack/tools/codegen" && go list -m -f '{{.Dir}}' k8s.io/code-generator)
+# shellcheck source=/dev/null
+source "$codegen_pkg/kube_codegen.sh"
+
+kube::codegen::gen_helpers \
+  --boilerplate "$root/hack/boilerplate.go.txt" \
+  "$root/apis"
+
+kube::codegen::gen_client \
+  --with-watch \
+  --with-applyconfig \
+  --output-dir "$root/generated" \
+  --output-pkg "$module/generated" \
+  --boilerplate "$root/hack/boilerplate.go.txt" \
+  "$root/apis"
