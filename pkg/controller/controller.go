@@ -1,0 +1,169 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// ReconcileFunc brings the world in line with the desired state of one key.
+// It must be idempotent: running it twice in a row makes no second write.
+type ReconcileFunc[K comparable] func(ctx context.Context, key K) (Result, error)
+
+// Options configure a Controller. Name and Reconcile are required.
+type Options[K comparable] struct {
+	// Name names the controller and its queue in logs and metrics.
+	Name string
+	// Reconcile is called for each key taken from the queue.
+	Reconcile ReconcileFunc[K]
+	// HasSynced are the informers Reconcile reads; Run waits for them.
+	HasSynced []cache.InformerSynced
+	// RateLimiter decides the backoff of failing keys; default
+	// DefaultRateLimiter.
+	RateLimiter workqueue.TypedRateLimiter[K]
+	// Metrics receives reconcile and queue metrics; nil records none.
+	Metrics *Metrics
+	// Clock drives the queue's delays; tests inject a fake one.
+	Clock clock.WithTicker
+}
+
+// Controller owns a named, rate-limited workqueue of keys and the workers
+// that reconcile them.
+type Controller[K comparable] struct {
+	name      string
+	reconcile ReconcileFunc[K]
+	hasSynced []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[K]
+	metrics   *reconcileMetrics
+}
+
+// DefaultRateLimiter backs off a failing key exponentially from 5 ms to
+// 5 minutes per key, under an overall 50 qps / 300 burst token bucket, so a
+// broken remote cluster is retried at most every few minutes without a hot loop.
+func DefaultRateLimiter[K comparable]() workqueue.TypedRateLimiter[K] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[K](5*time.Millisecond, 5*time.Minute),
+		&workqueue.TypedBucketRateLimiter[K]{Limiter: rate.NewLimiter(rate.Limit(50), 300)},
+	)
+}
+
+// New builds a controller; nothing runs until Run.
+func New[K comparable](opts Options[K]) *Controller[K] {
+	if opts.Name == "" || opts.Reconcile == nil {
+		panic("controller.New: Name and Reconcile are required")
+	}
+	rateLimiter := opts.RateLimiter
+	if rateLimiter == nil {
+		rateLimiter = DefaultRateLimiter[K]()
+	}
+	config := workqueue.TypedRateLimitingQueueConfig[K]{Name: opts.Name, Clock: opts.Clock}
+	if opts.Metrics != nil {
+		config.MetricsProvider = opts.Metrics.queueProvider()
+	}
+	return &Controller[K]{
+		name:      opts.Name,
+		reconcile: opts.Reconcile,
+		hasSynced: opts.HasSynced,
+		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, config),
+		metrics:   opts.Metrics.forController(opts.Name),
+	}
+}
+
+// Name is the controller's name.
+func (c *Controller[K]) Name() string { return c.name }
+
+// Enqueue adds key for an immediate reconcile.
+func (c *Controller[K]) Enqueue(key K) { c.queue.Add(key) }
+
+// EnqueueAfter adds key to be reconciled after d.
+func (c *Controller[K]) EnqueueAfter(key K, d time.Duration) { c.queue.AddAfter(key, d) }
+
+// Len is the number of keys waiting (not those delayed or in flight).
+func (c *Controller[K]) Len() int { return c.queue.Len() }
+
+// Run waits for the caches, runs workers until ctx is cancelled, then shuts
+// the queue down and returns once the items in flight are done. It returns an
+// error only when the caches never synced.
+func (c *Controller[K]) Run(ctx context.Context, workers int) error {
+	logger := klog.FromContext(ctx).WithValues("controller", c.name)
+	ctx = klog.NewContext(ctx, logger)
+	defer utilruntime.HandleCrashWithContext(ctx)
+
+	logger.Info("Waiting for caches to sync")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.hasSynced...) {
+		c.queue.ShutDown()
+		return fmt.Errorf("controller %s: caches did not sync before shutdown", c.name)
+	}
+
+	logger.Info("Starting workers", "workers", workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for c.processNextItem(ctx) {
+			}
+		})
+	}
+
+	<-ctx.Done()
+	logger.Info("Shutting down, draining work in flight")
+	c.queue.ShutDownWithDrain()
+	wg.Wait()
+	logger.Info("Stopped")
+	return nil
+}
+
+// processNextItem handles one key; false means the queue is shut down.
+func (c *Controller[K]) processNextItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	logger := klog.FromContext(ctx).WithValues("key", key)
+	ctx = klog.NewContext(ctx, logger)
+
+	start := time.Now()
+	result, err := c.reconcileSafely(ctx, key)
+	c.metrics.observe(start, result, err)
+
+	switch {
+	case err == nil && result.RequeueAfter > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, result.RequeueAfter)
+	case err == nil:
+		c.queue.Forget(key)
+	case IsTerminal(err):
+		c.queue.Forget(key)
+		logger.Error(err, "Reconcile failed; not retrying until the object changes")
+	case ctx.Err() != nil:
+		// Shutting down: the next process picks the key up from its informers.
+		c.queue.Forget(key)
+	default:
+		c.queue.AddRateLimited(key)
+		logger.Error(err, "Reconcile failed, retrying with backoff", "requeues", c.queue.NumRequeues(key))
+	}
+	return true
+}
+
+// reconcileSafely turns a panic in Reconcile into an error, so one bad
+// object cannot stop the worker or the process.
+func (c *Controller[K]) reconcileSafely(ctx context.Context, key K) (result Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.metrics.panicked()
+			klog.FromContext(ctx).Error(nil, "Observed a panic in reconcile", "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic in reconcile: %v", r)
+		}
+	}()
+	return c.reconcile(ctx, key)
+}

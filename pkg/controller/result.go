@@ -1,0 +1,40 @@
+package controller
+
+import (
+	"errors"
+	"time"
+)
+
+// Result tells the worker loop what to do with a key after a successful
+// reconcile.
+type Result struct {
+	// RequeueAfter, when positive, reconciles the key again after this long,
+	// e.g. at the next time-window boundary. The failure count is reset.
+	RequeueAfter time.Duration
+}
+
+// RequeueAfter is shorthand for a Result that comes back after d.
+func RequeueAfter(d time.Duration) Result { return Result{RequeueAfter: d} }
+
+// terminalError marks an error that retrying cannot fix, such as a spec the
+// user must correct. The key is not requeued; a later change to the object
+// enqueues it again.
+type terminalError struct{ err error }
+
+func (e *terminalError) Error() string { return e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
+
+// Terminal wraps err so the worker loop logs it and drops the key instead of
+// retrying with backoff. Terminal(nil) is nil.
+func Terminal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &terminalError{err: err}
+}
+
+// IsTerminal reports whether err, or an error it wraps, was made by Terminal.
+func IsTerminal(err error) bool {
+	var t *terminalError
+	return errors.As(err, &t)
+}
