@@ -1,0 +1,64 @@
+package controlplane
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// The registry knows every cluster that is starting or running, so that an
+// interrupt or a TestMain can stop them all in order.
+var (
+	registryMu        sync.Mutex
+	registry          = map[*Cluster]struct{}{}
+	signalHandlerOnce sync.Once
+)
+
+func register(c *Cluster) {
+	signalHandlerOnce.Do(installSignalHandler)
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	registry[c] = struct{}{}
+}
+
+func unregister(c *Cluster) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	delete(registry, c)
+}
+
+// StopAll stops every cluster of this process that has not been stopped yet,
+// concurrently (each one in order). Call it from TestMain after m.Run when
+// clusters are shared between tests.
+func StopAll() {
+	registryMu.Lock()
+	clusters := make([]*Cluster, 0, len(registry))
+	for c := range registry {
+		clusters = append(clusters, c)
+	}
+	registryMu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, c := range clusters {
+		wg.Go(c.Stop)
+	}
+	wg.Wait()
+}
+
+// installSignalHandler makes Ctrl-C (or a SIGTERM from a CI runner) stop the
+// clusters gracefully and remove their folders; Pdeathsig alone would kill
+// the children but leave the folders behind. A second signal kills at once,
+// because the handler restores the default action before stopping.
+func installSignalHandler() {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-signals
+		signal.Stop(signals)
+		fmt.Fprintf(os.Stderr, "controlplane: %v received, stopping test clusters\n", sig)
+		StopAll()
+		os.Exit(1)
+	}()
+}

@@ -1,0 +1,45 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// serviceAccountTokenSeconds outlives any test; tokens are bound to the
+// ServiceAccount, so deleting it revokes them.
+const serviceAccountTokenSeconds = 24 * 60 * 60
+
+// ServiceAccountToken returns a token for the ServiceAccount namespace/name
+// from the TokenRequest API, creating the ServiceAccount (not the namespace)
+// if it does not exist yet. What the token may do is up to RBAC, which is how
+// tests check the shipped roles.
+func (c *Cluster) ServiceAccountToken(ctx context.Context, namespace, name string) (string, error) {
+	accounts := c.Clientset().CoreV1().ServiceAccounts(namespace)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	if _, err := accounts.Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("creating ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	expiration := int64(serviceAccountTokenSeconds)
+	request := &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration},
+	}
+	token, err := accounts.CreateToken(ctx, name, request, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return token.Status.Token, nil
+}
+
+// KubeconfigForServiceAccount is ServiceAccountToken rendered as a kubeconfig.
+func (c *Cluster) KubeconfigForServiceAccount(ctx context.Context, namespace, name string) ([]byte, error) {
+	token, err := c.ServiceAccountToken(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.KubeconfigForToken(token), nil
+}
