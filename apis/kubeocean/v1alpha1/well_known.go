@@ -1,0 +1,61 @@
+package v1alpha1
+
+// Labels, annotations, taints and finalizers Kubeocean puts on objects. They
+// are part of the contract: users select on them and tests assert them.
+const (
+	// LabelManagedBy marks objects Kubeocean created, with value ManagedByKubeocean.
+	LabelManagedBy = "kubeocean.io/managed-by"
+	// ManagedByKubeocean is the value of LabelManagedBy.
+	ManagedByKubeocean = "kubeocean"
+
+	// LabelSyncedByPrefix + clusterID marks a virtual object synced to that
+	// physical cluster; see SyncedByLabel.
+	LabelSyncedByPrefix = "kubeocean.io/synced-by-"
+	// LabelUsedByPV marks a virtual Secret that a PersistentVolume refers to.
+	LabelUsedByPV = "kubeocean.io/used-by-pv"
+	// FinalizerPrefix + clusterID is the finalizer on virtual dependents; see
+	// Finalizer.
+	FinalizerPrefix = "kubeocean.io/finalizer-"
+
+	// Virtual node labels: which binding and physical node a virtual node
+	// stands for.
+	LabelClusterBinding   = "kubeocean.io/cluster-binding"
+	LabelClusterID        = "kubeocean.io/cluster-id"
+	LabelPhysicalNodeName = "kubeocean.io/physical-node-name"
+
+	// Pod mapping annotations on the virtual pod.
+	AnnotationPhysicalPodNamespace = "kubeocean.io/physical-pod-namespace"
+	AnnotationPhysicalPodName      = "kubeocean.io/physical-pod-name"
+	AnnotationPhysicalPodUID       = "kubeocean.io/physical-pod-uid"
+	AnnotationLastSyncTime         = "kubeocean.io/last-sync-time"
+	// Pod mapping annotations on the physical pod.
+	AnnotationVirtualPodNamespace = "kubeocean.io/virtual-pod-namespace"
+	AnnotationVirtualPodName      = "kubeocean.io/virtual-pod-name"
+	AnnotationVirtualPodUID       = "kubeocean.io/virtual-pod-uid"
+
+	// Dependent-object mapping annotations (ConfigMaps, Secrets, PVCs, PVs).
+	AnnotationPhysicalName      = "kubeocean.io/physical-name"
+	AnnotationPhysicalNamespace = "kubeocean.io/physical-namespace"
+	AnnotationVirtualName       = "kubeocean.io/virtual-name"
+	AnnotationVirtualNamespace  = "kubeocean.io/virtual-namespace"
+
+	// TaintVirtualNode keeps pods without a toleration off virtual nodes
+	// (effect NoSchedule) unless the binding disables it.
+	TaintVirtualNode = "kubeocean.io/vnode"
+	// TaintOutOfTimeWindows marks a virtual node outside its policy's time
+	// windows: NoSchedule, then NoExecute once a forced reclaim is due.
+	TaintOutOfTimeWindows = "kubeocean.io/out-of-time-windows"
+	// TaintVirtualNodeDeleting marks a virtual node being drained before
+	// deletion.
+	TaintVirtualNodeDeleting = "kubeocean.io/vnode-deleting"
+
+	// FinalizerResourceLeasingPolicy holds a policy until the nodes it lent
+	// are reclaimed.
+	FinalizerResourceLeasingPolicy = "kubeocean.io/policy-reclaim"
+)
+
+// SyncedByLabel is the label marking a virtual object synced to clusterID.
+func SyncedByLabel(clusterID string) string { return LabelSyncedByPrefix + clusterID }
+
+// Finalizer is the finalizer the syncer of clusterID puts on virtual dependents.
+func Finalizer(clusterID string) string { return FinalizerPrefix + clusterID }

@@ -1,0 +1,59 @@
+package remotecluster
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ConfigErrorReason is a machine-readable cause of a ConfigError. The values
+// are CamelCase so callers can use them directly as a condition reason.
+type ConfigErrorReason string
+
+const (
+	// ReasonSecretNotFound means the referenced kubeconfig Secret does not exist.
+	ReasonSecretNotFound ConfigErrorReason = "KubeconfigSecretNotFound"
+	// ReasonKubeconfigMissing means the Secret exists but has no (or an empty) kubeconfig key.
+	ReasonKubeconfigMissing ConfigErrorReason = "KubeconfigKeyMissing"
+	// ReasonKubeconfigInvalid means the kubeconfig cannot be parsed or turned into a usable client config.
+	ReasonKubeconfigInvalid ConfigErrorReason = "KubeconfigInvalid"
+	// ReasonKubeconfigNotAllowed means the kubeconfig relies on something a Secret must not
+	// carry, such as exec plugins or paths on the local filesystem.
+	ReasonKubeconfigNotAllowed ConfigErrorReason = "KubeconfigNotAllowed"
+)
+
+// ConfigError reports a problem with the user's input (the Secret or the
+// kubeconfig in it). Retrying cannot fix it; only a change to the Secret (or
+// to the object referencing it) can, so callers report it as a condition and
+// wait for that change instead of requeueing.
+type ConfigError struct {
+	// Secret is the kubeconfig Secret that was being read.
+	Secret types.NamespacedName
+	// Reason classifies the problem.
+	Reason ConfigErrorReason
+	// Detail is a human-readable description of the problem.
+	Detail string
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+func (e *ConfigError) Error() string {
+	msg := fmt.Sprintf("kubeconfig secret %s: %s", e.Secret, e.Detail)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// IsConfigError reports whether err (or anything it wraps) is a ConfigError.
+func IsConfigError(err error) bool {
+	var configErr *ConfigError
+	return errors.As(err, &configErr)
+}
+
+func newConfigError(secret types.NamespacedName, reason ConfigErrorReason, detail string, cause error) *ConfigError {
+	return &ConfigError{Secret: secret, Reason: reason, Detail: detail, Err: cause}
+}
