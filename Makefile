@@ -14,7 +14,8 @@ INTEGRATION_PKGS := ./test/...
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build ./...
+	@if compgen -G 'cmd/*/main.go' >/dev/null; then $(GO) build -o $(BIN)/ ./cmd/...; fi
 
 ## codegen: regenerate clients, listers, informers, applyconfigurations, deepcopy and CRDs
 codegen:

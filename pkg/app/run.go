@@ -1,0 +1,148 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/events"
+	"github.com/kubeocean/kubeocean/pkg/leaderelection"
+	"github.com/kubeocean/kubeocean/pkg/serving"
+)
+
+// Process is what a binary's setup function gets to build its controllers.
+type Process struct {
+	Options  *Options
+	Config   *rest.Config
+	Kube     kubernetes.Interface
+	Registry *prometheus.Registry
+	Metrics  *controller.Metrics
+	Health   *serving.Health
+	Recorder record.EventRecorderLogger
+}
+
+// Runnable is anything that runs until its context ends: a controller's
+// Run with its worker count bound, an informer-driven loop, a server.
+type Runnable struct {
+	Name string
+	Run  func(ctx context.Context) error
+}
+
+// Setup builds a binary's controllers once this process leads. It returns
+// what to run; informers must be started by the returned runnables or by
+// Setup itself with ctx.
+type Setup func(ctx context.Context, p *Process) ([]Runnable, error)
+
+// Run runs a binary until ctx ends: it serves metrics and health, waits for
+// leadership when election is on, calls setup, runs what it returns and, on
+// cancel, waits until all of it has stopped. An error from any runnable
+// stops the others.
+func Run(ctx context.Context, opts *Options, setup Setup) error {
+	logger := klog.FromContext(ctx).WithValues("component", opts.Component)
+	ctx = klog.NewContext(ctx, logger)
+
+	config, err := opts.RESTConfig()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	p := &Process{Options: opts, Config: config, Kube: kube, Registry: serving.NewRegistry(), Health: serving.NewHealth()}
+	p.Metrics = controller.NewMetrics(p.Registry)
+	if err := leaderelection.RegisterMetrics(p.Registry); err != nil {
+		return err
+	}
+	recorder, stopRecorder := events.NewRecorder(ctx, kube, opts.Component)
+	defer stopRecorder()
+	p.Recorder = recorder
+
+	election := opts.Election
+	if election.Enabled {
+		election.Healthz = leaderelection.NewHealthzAdaptor(leaderelection.DefaultHealthzTimeout)
+		p.Health.AddHealthz(serving.CheckFrom(election.Healthz))
+	}
+	// The servers outlive the controllers: they stop once leadership ends
+	// or ctx is cancelled, after the work has drained.
+	serveCtx, stopServing := context.WithCancel(ctx)
+	servers, err := startServers(serveCtx, opts.Serving, p)
+	defer func() {
+		stopServing()
+		for _, s := range servers {
+			if werr := s.Wait(); werr != nil {
+				logger.Error(werr, "Server stopped with an error")
+			}
+		}
+	}()
+	if err != nil {
+		return err
+	}
+
+	var runErr error
+	err = leaderelection.Run(ctx, kube, election, func(ctx context.Context) {
+		runErr = setupAndRun(ctx, p, setup)
+	})
+	return errors.Join(err, runErr)
+}
+
+func startServers(ctx context.Context, opts serving.Options, p *Process) ([]*serving.Server, error) {
+	metrics, err := serving.Start(ctx, opts.MetricsBindAddress, serving.MetricsHandler(p.Registry))
+	if err != nil {
+		return nil, fmt.Errorf("serving metrics: %w", err)
+	}
+	health, err := serving.Start(ctx, opts.HealthProbeBindAddress, p.Health.Handler())
+	if err != nil {
+		return []*serving.Server{metrics}, fmt.Errorf("serving health probes: %w", err)
+	}
+	return []*serving.Server{metrics, health}, nil
+}
+
+func setupAndRun(ctx context.Context, p *Process, setup Setup) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runnables, err := setup(ctx, p)
+	if err != nil {
+		return fmt.Errorf("setting up %s: %w", p.Options.Component, err)
+	}
+	return RunAll(ctx, runnables...)
+}
+
+// RunAll runs every runnable until ctx ends or one of them fails, then
+// cancels the rest and waits for all of them.
+func RunAll(ctx context.Context, runnables ...Runnable) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logger := klog.FromContext(ctx)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, r := range runnables {
+		wg.Go(func() {
+			if err := r.Run(ctx); err != nil {
+				logger.Error(err, "Stopped with an error", "runnable", r.Name)
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", r.Name, err))
+				mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ControllerRunnable binds a controller's worker count.
+func ControllerRunnable[K comparable](c *controller.Controller[K], workers int) Runnable {
+	return Runnable{Name: c.Name(), Run: func(ctx context.Context) error { return c.Run(ctx, workers) }}
+}
