@@ -6,6 +6,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 module=github.com/kubeocean/kubeocean
+cd "$root"
 
 codegen_pkg=$(cd "$root/hack/tools/codegen" && go list -m -f '{{.Dir}}' k8s.io/code-generator)
 # shellcheck source=/dev/null

@@ -12,7 +12,7 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 tar -C "$root" --exclude=./.git --exclude=./bin -cf - . | tar -C "$scratch" -xf -
 
-"$scratch/hack/$update" >/dev/null
+(cd "$scratch" && "hack/$update" >/dev/null)
 status=0
 for path in "$@"; do
   if ! diff -Nqr "$root/$path" "$scratch/$path" >/dev/null; then
