@@ -23,6 +23,11 @@ const (
 	LabelClusterID        = "kubeocean.io/cluster-id"
 	LabelPhysicalNodeName = "kubeocean.io/physical-node-name"
 
+	// AnnotationResourceLeasingPolicy on a virtual node names the policy
+	// that lends it; a deleted policy keeps its finalizer until no virtual
+	// node names it any more.
+	AnnotationResourceLeasingPolicy = "kubeocean.io/resource-leasing-policy"
+
 	// Pod mapping annotations on the virtual pod.
 	AnnotationPhysicalPodNamespace = "kubeocean.io/physical-pod-namespace"
 	AnnotationPhysicalPodName      = "kubeocean.io/physical-pod-name"
