@@ -4,8 +4,8 @@
 SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 BIN := bin
-# Packages with unit tests (fake clientsets, no processes).
-UNIT_PKGS := ./apis/... ./pkg/... ./cmd/...
+# Packages with unit tests (fake clientsets, no processes): all but test/.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Packages that start real control planes (etcd, kube-apiserver, ...).
 INTEGRATION_PKGS := ./test/...
 
