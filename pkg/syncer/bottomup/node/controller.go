@@ -1,0 +1,253 @@
+// Package node is the physical node controller of the bottom-up syncer: for
+// each physical node the binding selects and a ResourceLeasingPolicy lends,
+// it keeps a virtual node whose capacity is what the node's own workloads
+// leave free, capped by the policy, with the policy's time windows turned
+// into taints; a node no longer lent is drained and removed.
+package node
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions/kubeocean/v1alpha1"
+	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/resources"
+)
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "bottomup-node"
+
+// byNodeName indexes pods by spec.nodeName.
+const byNodeName = "spec.nodeName"
+
+// Options are the dependencies of the controller.
+type Options struct {
+	// BindingName and ClusterID identify the binding this syncer serves.
+	BindingName string
+	ClusterID   string
+
+	// VirtualNodes writes virtual nodes; VirtualPods evicts pods from nodes
+	// being removed.
+	VirtualNodesClient corev1client.NodesGetter
+	VirtualPodsClient  corev1client.PodsGetter
+
+	// Bindings is the virtual cluster's ClusterBinding informer.
+	Bindings kubeoceaninformers.ClusterBindingInformer
+	// Policies is the physical cluster's ResourceLeasingPolicy informer.
+	Policies kubeoceaninformers.ResourceLeasingPolicyInformer
+	// PhysicalNodes are the physical cluster's nodes.
+	PhysicalNodes corev1informers.NodeInformer
+	// ForeignPods are the physical pods that hold resources and that
+	// Kubeocean does not run; the wiring scopes and slims them.
+	ForeignPods corev1informers.PodInformer
+	// VirtualNodes are this binding's virtual nodes (label-scoped).
+	VirtualNodes corev1informers.NodeInformer
+	// VirtualPods are the virtual cluster's pods, to drain virtual nodes.
+	VirtualPods corev1informers.PodInformer
+
+	Recorder record.EventRecorder
+	Metrics  *controller.Metrics
+	Clock    clock.WithTicker
+}
+
+// Controller reconciles physical node names into virtual nodes.
+type Controller struct {
+	*controller.Controller[string]
+
+	bindingName, clusterID string
+	nodesClient            corev1client.NodesGetter
+	podsClient             corev1client.PodsGetter
+	bindings               kubeoceanlisters.ClusterBindingLister
+	policies               kubeoceanlisters.ResourceLeasingPolicyLister
+	physicalNodes          corev1listers.NodeLister
+	foreignPods            cache.Indexer
+	virtualNodes           corev1listers.NodeLister
+	virtualPods            cache.Indexer
+	recorder               record.EventRecorder
+	clock                  clock.WithTicker
+}
+
+// New builds the controller and registers its event handlers.
+func New(opts Options) (*Controller, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	for _, informer := range []cache.SharedIndexInformer{opts.ForeignPods.Informer(), opts.VirtualPods.Informer()} {
+		if err := addNodeNameIndex(informer); err != nil {
+			return nil, err
+		}
+	}
+	c := &Controller{
+		bindingName:   opts.BindingName,
+		clusterID:     opts.ClusterID,
+		nodesClient:   opts.VirtualNodesClient,
+		podsClient:    opts.VirtualPodsClient,
+		bindings:      opts.Bindings.Lister(),
+		policies:      opts.Policies.Lister(),
+		physicalNodes: opts.PhysicalNodes.Lister(),
+		foreignPods:   opts.ForeignPods.Informer().GetIndexer(),
+		virtualNodes:  opts.VirtualNodes.Lister(),
+		virtualPods:   opts.VirtualPods.Informer().GetIndexer(),
+		recorder:      opts.Recorder,
+		clock:         opts.Clock,
+	}
+	c.Controller = controller.New(controller.Options[string]{
+		Name:      ControllerName,
+		Reconcile: c.sync,
+		Metrics:   opts.Metrics,
+		Clock:     opts.Clock,
+		HasSynced: []cache.InformerSynced{
+			opts.Bindings.Informer().HasSynced, opts.Policies.Informer().HasSynced,
+			opts.PhysicalNodes.Informer().HasSynced, opts.ForeignPods.Informer().HasSynced,
+			opts.VirtualNodes.Informer().HasSynced, opts.VirtualPods.Informer().HasSynced,
+		},
+	})
+	return c, c.registerHandlers(opts)
+}
+
+func addNodeNameIndex(informer cache.SharedIndexInformer) error {
+	if _, ok := informer.GetIndexer().GetIndexers()[byNodeName]; ok {
+		return nil
+	}
+	return informer.AddIndexers(cache.Indexers{byNodeName: func(obj any) ([]string, error) {
+		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+			return []string{pod.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}})
+}
+
+func (c *Controller) registerHandlers(opts Options) error {
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{opts.Bindings.Informer(), controller.Handler[*kubeoceanv1alpha1.ClusterBinding, string]{
+			Enqueue: c.Enqueue, Keys: c.allNodeKeys,
+			Filter: func(b *kubeoceanv1alpha1.ClusterBinding) bool { return b.Name == c.bindingName },
+		}},
+		{opts.Policies.Informer(), controller.Handler[*kubeoceanv1alpha1.ResourceLeasingPolicy, string]{
+			Enqueue: c.Enqueue, Keys: c.policyNodeKeys,
+			Filter: func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) bool { return p.Spec.Cluster == c.bindingName },
+		}},
+		{opts.PhysicalNodes.Informer(), controller.Handler[*corev1.Node, string]{
+			Enqueue: c.Enqueue, Keys: func(n *corev1.Node) []string { return []string{n.Name} },
+		}},
+		{opts.ForeignPods.Informer(), controller.Handler[*corev1.Pod, string]{
+			Enqueue: c.Enqueue, Keys: podNodeKeys, Changed: capacityChanged,
+		}},
+		{opts.VirtualNodes.Informer(), controller.Handler[*corev1.Node, string]{
+			Enqueue: c.Enqueue, Keys: physicalNameOf,
+		}},
+		{opts.VirtualPods.Informer(), controller.Handler[*corev1.Pod, string]{
+			Enqueue: c.Enqueue, Keys: c.drainingNodeKeys,
+		}},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
+			return fmt.Errorf("registering %s handler: %w", ControllerName, err)
+		}
+	}
+	return nil
+}
+
+// allNodeKeys: a binding change may affect every physical node and every
+// virtual node of the binding.
+func (c *Controller) allNodeKeys(*kubeoceanv1alpha1.ClusterBinding) []string {
+	keys := sets.New[string]()
+	if nodes, err := c.physicalNodes.List(labels.Everything()); err == nil {
+		for _, n := range nodes {
+			keys.Insert(n.Name)
+		}
+	}
+	if vnodes, err := c.virtualNodes.List(labels.Everything()); err == nil {
+		for _, n := range vnodes {
+			keys.Insert(physicalNameOf(n)...)
+		}
+	}
+	return sets.List(keys)
+}
+
+// policyNodeKeys are exactly the nodes a policy change can affect: those
+// its selector picks and those it lends now.
+func (c *Controller) policyNodeKeys(policy *kubeoceanv1alpha1.ResourceLeasingPolicy) []string {
+	keys := sets.New[string]()
+	if nodes, err := c.physicalNodes.List(labels.Everything()); err == nil {
+		for _, n := range nodes {
+			if selects(policy.Spec.NodeSelector, n) {
+				keys.Insert(n.Name)
+			}
+		}
+	}
+	if vnodes, err := c.virtualNodes.List(labels.Everything()); err == nil {
+		for _, n := range vnodes {
+			if n.Annotations[kubeoceanv1alpha1.AnnotationResourceLeasingPolicy] == policy.Name {
+				keys.Insert(physicalNameOf(n)...)
+			}
+		}
+	}
+	return sets.List(keys)
+}
+
+// drainingNodeKeys maps a virtual pod to its node only while that node is
+// being drained: that is when a pod going away matters to this controller.
+func (c *Controller) drainingNodeKeys(pod *corev1.Pod) []string {
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	vnode, err := c.virtualNodes.Get(pod.Spec.NodeName)
+	if err != nil || findTaint(vnode.Spec.Taints, kubeoceanv1alpha1.TaintVirtualNodeDeleting) == nil {
+		return nil
+	}
+	return physicalNameOf(vnode)
+}
+
+func physicalNameOf(vnode *corev1.Node) []string {
+	if name := vnode.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName]; name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
+func podNodeKeys(pod *corev1.Pod) []string {
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	return []string{pod.Spec.NodeName}
+}
+
+// capacityChanged drops pod updates that cannot change a node's capacity.
+func capacityChanged(old, updated *corev1.Pod) bool {
+	return old.Spec.NodeName != updated.Spec.NodeName ||
+		resources.HoldsResources(old) != resources.HoldsResources(updated) ||
+		!resourceListsEqual(resources.PodRequests(old), resources.PodRequests(updated))
+}
+
+func resourceListsEqual(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if other, ok := b[name]; !ok || q.Cmp(other) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// virtualNodeName is the name of the virtual twin of a physical node.
+func (c *Controller) virtualNodeName(physical string) string {
+	return naming.VirtualNodeName(c.clusterID, physical)
+}

@@ -1,0 +1,114 @@
+package node
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// desiredNode is what Kubeocean wants a virtual node to have; fields it
+// does not list (other labels, annotations, taints, conditions) belong to
+// users and to the virtual cluster's own controllers.
+type desiredNode struct {
+	name        string
+	labels      map[string]string
+	annotations map[string]string
+	taints      []corev1.Taint
+	// unschedulable mirrors the physical node's cordon.
+	unschedulable bool
+	status        corev1.NodeStatus
+}
+
+// nodeInputs is everything a virtual node is computed from.
+type nodeInputs struct {
+	binding     *kubeoceanv1alpha1.ClusterBinding
+	clusterID   string
+	physical    *corev1.Node
+	policy      *kubeoceanv1alpha1.ResourceLeasingPolicy
+	capacity    corev1.ResourceList
+	windowTaint *corev1.Taint // nil inside a time window
+}
+
+// physicalOnlyLabels describe the physical machine itself and would be
+// wrong on the virtual node.
+var physicalOnlyLabels = map[string]bool{
+	corev1.LabelHostname: true,
+}
+
+// clusterManagedTaintPrefix marks taints each cluster's own node controllers
+// manage (not-ready, unreachable, unschedulable, ...). Copying them would
+// make the two clusters' controllers fight over one taint.
+const clusterManagedTaintPrefix = "node.kubernetes.io/"
+
+func buildDesired(name string, in nodeInputs) desiredNode {
+	labels := map[string]string{}
+	for k, v := range in.physical.Labels {
+		if !physicalOnlyLabels[k] {
+			labels[k] = v
+		}
+	}
+	labels[corev1.LabelHostname] = name
+	labels[kubeoceanv1alpha1.LabelManagedBy] = kubeoceanv1alpha1.ManagedByKubeocean
+	labels[kubeoceanv1alpha1.LabelClusterID] = in.clusterID
+	labels[kubeoceanv1alpha1.LabelClusterBinding] = in.binding.Name
+	labels[kubeoceanv1alpha1.LabelPhysicalNodeName] = in.physical.Name
+
+	var taints []corev1.Taint
+	for _, t := range in.physical.Spec.Taints {
+		if !strings.HasPrefix(t.Key, clusterManagedTaintPrefix) {
+			taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+		}
+	}
+	if !in.binding.Spec.DisableNodeDefaultTaint {
+		taints = append(taints, corev1.Taint{Key: kubeoceanv1alpha1.TaintVirtualNode, Effect: corev1.TaintEffectNoSchedule})
+	}
+	if in.windowTaint != nil {
+		taints = append(taints, *in.windowTaint)
+	}
+
+	return desiredNode{
+		name:   name,
+		labels: labels,
+		annotations: map[string]string{
+			kubeoceanv1alpha1.AnnotationResourceLeasingPolicy: in.policy.Name,
+		},
+		taints:        taints,
+		unschedulable: in.physical.Spec.Unschedulable,
+		status: corev1.NodeStatus{
+			Capacity:        in.capacity,
+			Allocatable:     in.capacity,
+			Conditions:      in.physical.Status.Conditions,
+			Addresses:       in.physical.Status.Addresses,
+			DaemonEndpoints: in.physical.Status.DaemonEndpoints,
+			NodeInfo:        in.physical.Status.NodeInfo,
+		},
+	}
+}
+
+// desiredStatus merges the desired status into the virtual node's current
+// one. Conditions whose status, reason and message are unchanged keep the
+// virtual node's timestamps, so physical heartbeats alone cause no writes:
+// liveness travels through the node Lease instead.
+func desiredStatus(current corev1.NodeStatus, want corev1.NodeStatus) corev1.NodeStatus {
+	merged := current.DeepCopy()
+	merged.Capacity = want.Capacity
+	merged.Allocatable = want.Allocatable
+	merged.Addresses = want.Addresses
+	merged.DaemonEndpoints = want.DaemonEndpoints
+	merged.NodeInfo = want.NodeInfo
+
+	conditions := make([]corev1.NodeCondition, 0, len(want.Conditions))
+	for _, w := range want.Conditions {
+		c := w
+		for _, old := range current.Conditions {
+			if old.Type == w.Type && old.Status == w.Status && old.Reason == w.Reason && old.Message == w.Message {
+				c.LastHeartbeatTime, c.LastTransitionTime = old.LastHeartbeatTime, old.LastTransitionTime
+			}
+		}
+		conditions = append(conditions, c)
+	}
+	merged.Conditions = conditions
+	return *merged
+}

@@ -1,0 +1,116 @@
+package node
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// annotationLastApplied records on each virtual node the metadata
+// Kubeocean last wrote. Comparing it with the node tells Kubeocean's own
+// labels, annotations and taints from those users or other controllers
+// added, so updates replace ours and keep theirs.
+const annotationLastApplied = "kubeocean.io/last-applied-metadata"
+
+type lastApplied struct {
+	Labels        map[string]string `json:"labels,omitempty"`
+	Annotations   map[string]string `json:"annotations,omitempty"`
+	Taints        []taintID         `json:"taints,omitempty"`
+	Unschedulable bool              `json:"unschedulable,omitempty"`
+}
+
+// taintID identifies a taint the way the API does: by key and effect.
+type taintID struct {
+	Key    string             `json:"key"`
+	Effect corev1.TaintEffect `json:"effect"`
+}
+
+func idOf(t corev1.Taint) taintID { return taintID{Key: t.Key, Effect: t.Effect} }
+
+func recordOf(d desiredNode) lastApplied {
+	r := lastApplied{Labels: d.labels, Annotations: d.annotations, Unschedulable: d.unschedulable}
+	for _, t := range d.taints {
+		r.Taints = append(r.Taints, idOf(t))
+	}
+	return r
+}
+
+func (r lastApplied) encode() string {
+	data, _ := json.Marshal(r) // maps and strings always marshal
+	return string(data)
+}
+
+// decodeLastApplied reads the record; a missing or damaged record is empty,
+// which makes every current value look like a user's and keeps it.
+func decodeLastApplied(node *corev1.Node) lastApplied {
+	var r lastApplied
+	if s, ok := node.Annotations[annotationLastApplied]; ok {
+		_ = json.Unmarshal([]byte(s), &r)
+	}
+	return r
+}
+
+// mergeMap applies a three-way merge: keys we wrote before and no longer
+// want go, keys we want are set, everything else stays.
+func mergeMap(current, last, want map[string]string) map[string]string {
+	merged := maps.Clone(current)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	for k := range last {
+		if _, ok := want[k]; !ok {
+			delete(merged, k)
+		}
+	}
+	maps.Copy(merged, want)
+	return merged
+}
+
+// mergeTaints is mergeMap for taints, keyed by key and effect.
+func mergeTaints(current []corev1.Taint, last []taintID, want []corev1.Taint) []corev1.Taint {
+	wanted := map[taintID]corev1.Taint{}
+	for _, t := range want {
+		wanted[idOf(t)] = t
+	}
+	merged := make([]corev1.Taint, 0, len(current)+len(want))
+	for _, t := range current {
+		id := idOf(t)
+		if w, ok := wanted[id]; ok {
+			merged = append(merged, w)
+			delete(wanted, id)
+			continue
+		}
+		if !slices.Contains(last, id) {
+			merged = append(merged, t) // not ours: keep
+		}
+	}
+	for _, t := range want {
+		if _, ok := wanted[idOf(t)]; ok {
+			merged = append(merged, t)
+		}
+	}
+	return merged
+}
+
+// applyMetadata returns node with Kubeocean's labels, annotations, taints
+// and cordon merged in, recording them for the next merge.
+func applyMetadata(node *corev1.Node, d desiredNode) *corev1.Node {
+	last := decodeLastApplied(node)
+	out := node.DeepCopy()
+	out.Labels = mergeMap(node.Labels, last.Labels, d.labels)
+	annotations := mergeMap(node.Annotations, last.Annotations, d.annotations)
+	annotations[annotationLastApplied] = recordOf(d).encode()
+	out.Annotations = annotations
+	out.Spec.Taints = mergeTaints(node.Spec.Taints, last.Taints, d.taints)
+	if len(out.Spec.Taints) == 0 {
+		out.Spec.Taints = nil
+	}
+	// A cordon follows the physical node, unless a user changed it on the
+	// virtual node since we last wrote it.
+	if node.Spec.Unschedulable == last.Unschedulable || d.unschedulable != last.Unschedulable {
+		out.Spec.Unschedulable = d.unschedulable
+	}
+	return out
+}

@@ -1,0 +1,180 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/resources"
+	"github.com/kubeocean/kubeocean/pkg/timewindow"
+)
+
+// drainRecheck is how often a draining node is looked at while pods remain
+// on it (pod deletions also wake it up).
+const drainRecheck = 10 * time.Second
+
+// sync reconciles the virtual twin of the physical node named key.
+func (c *Controller) sync(ctx context.Context, key string) (controller.Result, error) {
+	in, removeReason, err := c.inputs(key)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if removeReason != "" {
+		return c.remove(ctx, c.virtualNodeName(key), removeReason)
+	}
+	return c.apply(ctx, in)
+}
+
+// inputs gathers what the virtual node is computed from, or says why the
+// physical node must not (any longer) have a virtual twin.
+func (c *Controller) inputs(key string) (nodeInputs, string, error) {
+	in := nodeInputs{clusterID: c.clusterID}
+	binding, err := c.bindings.Get(c.bindingName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return in, "the ClusterBinding is gone", nil
+	case err != nil:
+		return in, "", err
+	case binding.DeletionTimestamp != nil:
+		return in, "the ClusterBinding is being deleted", nil
+	}
+	in.binding = binding
+
+	physical, err := c.physicalNodes.Get(key)
+	switch {
+	case apierrors.IsNotFound(err):
+		return in, "the physical node is gone", nil
+	case err != nil:
+		return in, "", err
+	case physical.DeletionTimestamp != nil:
+		return in, "the physical node is being deleted", nil
+	case !selects(binding.Spec.NodeSelector, physical):
+		return in, "the ClusterBinding's node selector no longer selects the physical node", nil
+	}
+	in.physical = physical
+
+	policies, err := c.policies.List(labels.Everything())
+	if err != nil {
+		return in, "", err
+	}
+	if in.policy = choosePolicy(policies, c.bindingName, physical); in.policy == nil {
+		return in, "no ResourceLeasingPolicy lends the physical node", nil
+	}
+	used, err := c.foreignUsage(key)
+	if err != nil {
+		return in, "", err
+	}
+	in.capacity = resources.Lendable(physical.Status.Allocatable, used, in.policy.Spec.ResourceLimits)
+	return in, "", nil
+}
+
+// foreignUsage sums what the pods Kubeocean does not run hold on node.
+func (c *Controller) foreignUsage(node string) (corev1.ResourceList, error) {
+	objs, err := c.foreignPods.ByIndex(byNodeName, node)
+	if err != nil {
+		return nil, err
+	}
+	used := corev1.ResourceList{}
+	for _, obj := range objs {
+		pod := obj.(*corev1.Pod)
+		if pod.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean || !resources.HoldsResources(pod) {
+			continue
+		}
+		resources.Add(used, resources.PodRequests(pod))
+	}
+	return used, nil
+}
+
+// apply creates or updates the virtual node, metadata and spec first, then
+// status, each only when it differs.
+func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Result, error) {
+	logger := klog.FromContext(ctx)
+	name := c.virtualNodeName(in.physical.Name)
+	current, err := c.virtualNodes.Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return controller.Result{}, err
+	}
+	if current != nil && !c.owns(current) {
+		c.recorder.Eventf(in.binding, corev1.EventTypeWarning, "NodeNameCollision",
+			"Node %s exists and is not Kubeocean's virtual node for %s; leaving it alone", name, in.physical.Name)
+		return controller.Result{}, controller.Terminal(fmt.Errorf("node %s exists and does not belong to cluster %s", name, c.clusterID))
+	}
+
+	requeue, err := c.windowTaint(&in, current)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	desired := buildDesired(name, in)
+
+	if current == nil {
+		node := applyMetadata(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, desired)
+		node.Status = desired.status
+		if _, err := c.nodesClient.Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return controller.Result{}, err
+		}
+		logger.Info("Created virtual node", "node", klog.KRef("", name), "physicalNode", in.physical.Name, "policy", in.policy.Name)
+		return controller.RequeueAfter(requeue), nil
+	}
+
+	updated := applyMetadata(current, desired)
+	if !equality.Semantic.DeepEqual(updated.ObjectMeta, current.ObjectMeta) || !equality.Semantic.DeepEqual(updated.Spec, current.Spec) {
+		if updated, err = c.nodesClient.Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return controller.Result{}, err
+		}
+		logger.V(2).Info("Updated virtual node metadata", "node", klog.KObj(updated))
+	}
+	status := desiredStatus(updated.Status, desired.status)
+	if !equality.Semantic.DeepEqual(status, updated.Status) {
+		updated = updated.DeepCopy()
+		updated.Status = status
+		if _, err := c.nodesClient.Nodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return controller.Result{}, err
+		}
+		logger.V(2).Info("Updated virtual node status", "node", klog.KObj(updated))
+	}
+	return controller.RequeueAfter(requeue), nil
+}
+
+// windowTaint evaluates the policy's time windows: outside them it sets
+// in.windowTaint. It returns when to look again: the next window boundary
+// or the end of a graceful reclaim period, whichever comes first.
+func (c *Controller) windowTaint(in *nodeInputs, current *corev1.Node) (time.Duration, error) {
+	schedule, err := timewindow.New(in.policy.Spec.TimeWindows, in.policy.Spec.TimeZone)
+	if err != nil {
+		return 0, controller.Terminal(err) // choosePolicy only returns valid policies
+	}
+	now := c.clock.Now()
+	state := schedule.At(now)
+	var requeue time.Duration
+	if !state.NextTransition.IsZero() {
+		requeue = state.NextTransition.Sub(now)
+	}
+	if state.Active {
+		return requeue, nil
+	}
+	var existing *corev1.Taint
+	if current != nil {
+		existing = findTaint(current.Spec.Taints, kubeoceanv1alpha1.TaintOutOfTimeWindows)
+	}
+	taint, reclaimIn := outOfWindowTaint(existing, in.policy, now)
+	in.windowTaint = &taint
+	if reclaimIn > 0 && (requeue == 0 || reclaimIn < requeue) {
+		requeue = reclaimIn
+	}
+	return requeue, nil
+}
+
+// owns reports whether node is a virtual node of this binding's cluster.
+func (c *Controller) owns(node *corev1.Node) bool {
+	return node.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean &&
+		node.Labels[kubeoceanv1alpha1.LabelClusterID] == c.clusterID
+}

@@ -1,0 +1,320 @@
+package node
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+const vnode = "vnode-cls-1-node-a"
+
+func wantWrites(t *testing.T, f *fixture, want ...string) {
+	t.Helper()
+	if got := f.writes(); !slices.Equal(got, want) {
+		t.Fatalf("writes = %v, want %v", got, want)
+	}
+}
+
+func TestCreatesVirtualNodeWithLendableCapacity(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("half-cpu", testNow.Add(-time.Hour), cpuPercent(50)))
+	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1", corev1.LabelHostname: "node-a"}))
+	f.add(f.foreignPods,
+		foreignPod("web", "node-a", "2", corev1.PodRunning),
+		foreignPod("done", "node-a", "3", corev1.PodSucceeded),
+		foreignPod("elsewhere", "node-b", "3", corev1.PodRunning),
+	)
+
+	f.sync("node-a")
+	wantWrites(t, f, "create nodes")
+	n := f.virtualNode(vnode)
+	if got := n.Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("3")) != 0 {
+		t.Errorf("cpu = %v, want 3 (half of 8-2)", got)
+	}
+	if got := n.Status.Capacity[corev1.ResourcePods]; got.Cmp(resource.MustParse("109")) != 0 {
+		t.Errorf("pods = %v, want 109", got.String())
+	}
+	wantLabels := map[string]string{
+		"zone": "z1", corev1.LabelHostname: vnode,
+		kubeoceanv1alpha1.LabelManagedBy: "kubeocean", kubeoceanv1alpha1.LabelClusterID: testClusterID,
+		kubeoceanv1alpha1.LabelClusterBinding: testBinding, kubeoceanv1alpha1.LabelPhysicalNodeName: "node-a",
+	}
+	for k, v := range wantLabels {
+		if n.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
+		}
+	}
+	if n.Annotations[kubeoceanv1alpha1.AnnotationResourceLeasingPolicy] != "half-cpu" {
+		t.Errorf("policy annotation = %q", n.Annotations[kubeoceanv1alpha1.AnnotationResourceLeasingPolicy])
+	}
+	if findTaint(n.Spec.Taints, "dedicated") == nil || findTaint(n.Spec.Taints, kubeoceanv1alpha1.TaintVirtualNode) == nil {
+		t.Errorf("taints = %v, want the physical one and the default one", n.Spec.Taints)
+	}
+	if len(n.Status.Conditions) != 1 || n.Status.NodeInfo.KubeletVersion != "v1.36.3" {
+		t.Errorf("conditions/nodeInfo not copied: %+v", n.Status)
+	}
+
+	f.sync("node-a")
+	wantWrites(t, f) // idempotent
+}
+
+func TestForeignPodChangesCapacityOnlyInStatus(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	f.sync("node-a")
+
+	f.add(f.foreignPods, foreignPod("batch", "node-a", "1500m", corev1.PodRunning))
+	f.sync("node-a")
+	wantWrites(t, f, "update nodes/status")
+	if got := f.virtualNode(vnode).Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("6500m")) != 0 {
+		t.Fatalf("cpu = %v, want 6500m", got)
+	}
+}
+
+func TestHeartbeatAloneCausesNoWrite(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	physical := physicalNode("node-a", nil)
+	f.add(f.physicalNodes, physical)
+	f.sync("node-a")
+
+	beat := physical.DeepCopy()
+	beat.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(testNow)
+	f.add(f.physicalNodes, beat)
+	f.sync("node-a")
+	wantWrites(t, f)
+
+	notReady := beat.DeepCopy()
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	f.add(f.physicalNodes, notReady)
+	f.sync("node-a")
+	wantWrites(t, f, "update nodes/status")
+}
+
+func TestUserEditsSurviveAndStaleOnesGo(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1", "tier": "gold"}))
+	f.sync("node-a")
+
+	// A user labels and taints the virtual node.
+	edited := f.virtualNode(vnode)
+	edited.Labels["team"] = "ml"
+	edited.Annotations["note"] = "reserved"
+	edited.Spec.Taints = append(edited.Spec.Taints, corev1.Taint{Key: "user", Effect: corev1.TaintEffectNoSchedule})
+	if _, err := f.virtual.CoreV1().Nodes().Update(t.Context(), edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refreshVirtualNodes()
+
+	// The physical node loses a label and its taint.
+	changed := physicalNode("node-a", map[string]string{"zone": "z2"})
+	changed.Spec.Taints = nil
+	f.add(f.physicalNodes, changed)
+	f.sync("node-a")
+	n := f.virtualNode(vnode)
+	if n.Labels["team"] != "ml" || n.Annotations["note"] != "reserved" || findTaint(n.Spec.Taints, "user") == nil {
+		t.Errorf("user edits lost: labels=%v annotations=%v taints=%v", n.Labels, n.Annotations, n.Spec.Taints)
+	}
+	if _, ok := n.Labels["tier"]; ok || n.Labels["zone"] != "z2" || findTaint(n.Spec.Taints, "dedicated") != nil {
+		t.Errorf("physical changes not applied: labels=%v taints=%v", n.Labels, n.Spec.Taints)
+	}
+	f.sync("node-a")
+	wantWrites(t, f)
+}
+
+func TestDisableNodeDefaultTaint(t *testing.T) {
+	f := newFixture(t)
+	b := binding()
+	b.Spec.DisableNodeDefaultTaint = true
+	f.add(f.bindings, b)
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	f.sync("node-a")
+	if findTaint(f.virtualNode(vnode).Spec.Taints, kubeoceanv1alpha1.TaintVirtualNode) != nil {
+		t.Fatal("default taint present although disabled")
+	}
+}
+
+func TestTimeWindows(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	// Friday 12:00 now; the window is 18:00-06:00, so the node is outside.
+	f.add(f.policies, policy("nights", testNow.Add(-time.Hour), func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
+		p.Spec.TimeWindows = []kubeoceanv1alpha1.TimeWindow{{Start: "18:00", End: "06:00"}}
+		p.Spec.ForceReclaim = true
+		p.Spec.GracefulReclaimPeriodSeconds = 600
+	}))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+
+	result := f.sync("node-a")
+	taint := findTaint(f.virtualNode(vnode).Spec.Taints, kubeoceanv1alpha1.TaintOutOfTimeWindows)
+	if taint == nil || taint.Effect != corev1.TaintEffectNoSchedule {
+		t.Fatalf("outside the window: taint %v, want NoSchedule", taint)
+	}
+	if result.RequeueAfter != 10*time.Minute {
+		t.Fatalf("requeue after %v, want the 10m graceful period", result.RequeueAfter)
+	}
+
+	f.clock.Step(10 * time.Minute)
+	result = f.sync("node-a")
+	taint = findTaint(f.virtualNode(vnode).Spec.Taints, kubeoceanv1alpha1.TaintOutOfTimeWindows)
+	if taint == nil || taint.Effect != corev1.TaintEffectNoExecute {
+		t.Fatalf("after the graceful period: taint %v, want NoExecute", taint)
+	}
+	if want := 5*time.Hour + 50*time.Minute; result.RequeueAfter != want {
+		t.Fatalf("requeue after %v, want %v (the window opens at 18:00)", result.RequeueAfter, want)
+	}
+	windowTaints := 0
+	for _, taint := range f.virtualNode(vnode).Spec.Taints {
+		if taint.Key == kubeoceanv1alpha1.TaintOutOfTimeWindows {
+			windowTaints++
+		}
+	}
+	if windowTaints != 1 {
+		t.Fatalf("the NoSchedule taint must be replaced, not kept beside NoExecute: %v", f.virtualNode(vnode).Spec.Taints)
+	}
+
+	f.clock.SetTime(time.Date(2026, 11, 20, 18, 0, 0, 0, time.UTC))
+	result = f.sync("node-a")
+	if findTaint(f.virtualNode(vnode).Spec.Taints, kubeoceanv1alpha1.TaintOutOfTimeWindows) != nil {
+		t.Fatal("inside the window the taint must go")
+	}
+	if result.RequeueAfter != 12*time.Hour {
+		t.Fatalf("requeue after %v, want 12h (the window closes at 06:00)", result.RequeueAfter)
+	}
+}
+
+func TestDrainAndRemove(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	f.sync("node-a")
+	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app", UID: "pod-uid"},
+		Spec: corev1.PodSpec{NodeName: vnode}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if _, err := f.virtual.CoreV1().Pods("default").Create(t.Context(), running, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.add(f.virtualPods, running)
+
+	// The policy goes: the node is no longer lent.
+	f.policies.(interface{ Delete(any) error }).Delete(policy("all", testNow.Add(-time.Hour)))
+	result := f.sync("node-a")
+	wantWrites(t, f, "update nodes", "delete pods")
+	if findTaint(f.virtualNode(vnode).Spec.Taints, kubeoceanv1alpha1.TaintVirtualNodeDeleting) == nil {
+		t.Fatal("deletion taint missing")
+	}
+	if result.RequeueAfter != drainRecheck {
+		t.Fatalf("requeue after %v, want %v while a pod remains", result.RequeueAfter, drainRecheck)
+	}
+	if ev := <-f.recorder.Events; !strings.Contains(ev, "Draining") {
+		t.Fatalf("event %q", ev)
+	}
+
+	// The pod is terminating: still counted, not deleted twice.
+	terminating := running.DeepCopy()
+	terminating.DeletionTimestamp = &metav1.Time{Time: testNow}
+	f.add(f.virtualPods, terminating)
+	f.sync("node-a")
+	wantWrites(t, f)
+
+	f.virtualPods.(interface{ Delete(any) error }).Delete(terminating)
+	f.sync("node-a")
+	wantWrites(t, f, "delete nodes")
+}
+
+func TestRelentNodeLosesDeletionTaint(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	f.sync("node-a")
+	// Taint as a drain would, but keep a pod so the node is not deleted.
+	f.add(f.virtualPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p"}, Spec: corev1.PodSpec{NodeName: vnode},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	if _, err := f.c.remove(t.Context(), vnode, "test"); err != nil {
+		t.Fatal(err)
+	}
+	f.refreshVirtualNodes()
+	f.sync("node-a")
+	if findTaint(f.virtualNode(vnode).Spec.Taints, kubeoceanv1alpha1.TaintVirtualNodeDeleting) != nil {
+		t.Fatal("a node lent again kept its deletion taint")
+	}
+}
+
+func TestRemoveReasons(t *testing.T) {
+	deleting := binding()
+	deleting.DeletionTimestamp = &metav1.Time{Time: testNow}
+	deleting.Finalizers = []string{"x"}
+	selective := binding()
+	selective.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"idle"}}}}}}
+	tests := []struct {
+		name    string
+		binding *kubeoceanv1alpha1.ClusterBinding
+		node    *corev1.Node
+		policy  *kubeoceanv1alpha1.ResourceLeasingPolicy
+	}{
+		{name: "binding gone", node: physicalNode("node-a", nil), policy: policy("all", testNow)},
+		{name: "binding deleting", binding: deleting, node: physicalNode("node-a", nil), policy: policy("all", testNow)},
+		{name: "physical node gone", binding: binding(), policy: policy("all", testNow)},
+		{name: "not selected", binding: selective, node: physicalNode("node-a", map[string]string{"pool": "busy"}), policy: policy("all", testNow)},
+		{name: "no policy", binding: binding(), node: physicalNode("node-a", nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			existing := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: vnode, UID: "v", Labels: map[string]string{
+				kubeoceanv1alpha1.LabelManagedBy: "kubeocean", kubeoceanv1alpha1.LabelClusterID: testClusterID,
+				kubeoceanv1alpha1.LabelPhysicalNodeName: "node-a"}}}
+			if _, err := f.virtual.CoreV1().Nodes().Create(t.Context(), existing, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.refreshVirtualNodes()
+			if tt.binding != nil {
+				f.add(f.bindings, tt.binding)
+			}
+			if tt.node != nil {
+				f.add(f.physicalNodes, tt.node)
+			}
+			if tt.policy != nil {
+				f.add(f.policies, tt.policy)
+			}
+			f.sync("node-a")
+			wantWrites(t, f, "update nodes", "delete nodes")
+		})
+	}
+}
+
+func TestForeignNodeWithOurNameIsLeftAlone(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	if _, err := f.virtual.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: vnode}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refreshVirtualNodes()
+	f.virtual.ClearActions()
+	_, err := f.c.sync(t.Context(), "node-a")
+	if err == nil {
+		t.Fatal("a name collision must be an error")
+	}
+	wantWrites(t, f)
+	if ev := <-f.recorder.Events; !strings.Contains(ev, "NodeNameCollision") {
+		t.Fatalf("event %q", ev)
+	}
+}
