@@ -9,7 +9,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Packages that start real control planes (etcd, kube-apiserver, ...).
 INTEGRATION_PKGS := ./test/...
 
-.PHONY: all build test test-unit test-integration verify codegen crds testbin fmt vet clean
+.PHONY: all build test test-unit test-integration verify codegen crds testbin fmt vet clean bench-bottomup
 
 all: build
 
@@ -46,3 +46,7 @@ test-integration: testbin
 
 clean:
 	rm -rf $(BIN)
+
+## bench-bottomup: bottom-up syncer figures on real clusters (design.md §5); prints a table
+bench-bottomup: build testbin
+	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/bottomup --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)

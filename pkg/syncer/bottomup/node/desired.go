@@ -103,8 +103,15 @@ func desiredStatus(current corev1.NodeStatus, want corev1.NodeStatus) corev1.Nod
 	for _, w := range want.Conditions {
 		c := w
 		for _, old := range current.Conditions {
-			if old.Type == w.Type && old.Status == w.Status && old.Reason == w.Reason && old.Message == w.Message {
+			switch {
+			case old.Type != w.Type:
+			case old.Status == w.Status && old.Reason == w.Reason && old.Message == w.Message:
 				c.LastHeartbeatTime, c.LastTransitionTime = old.LastHeartbeatTime, old.LastTransitionTime
+			case w.Type == corev1.NodeReady && w.Status != corev1.ConditionTrue && old.Status != corev1.ConditionTrue:
+				// Not ready on both sides: the virtual cluster's node
+				// lifecycle controller has its say (Unknown once the Lease
+				// stops); rewriting it would only start a tug of war.
+				c = old
 			}
 		}
 		conditions = append(conditions, c)

@@ -318,3 +318,33 @@ func TestForeignNodeWithOurNameIsLeftAlone(t *testing.T) {
 		t.Fatalf("event %q", ev)
 	}
 }
+
+func TestNotReadyDoesNotFightTheLifecycleController(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	physical := physicalNode("node-a", nil)
+	physical.Status.Conditions[0].Status, physical.Status.Conditions[0].Reason = corev1.ConditionFalse, "KubeletNotReady"
+	f.add(f.physicalNodes, physical)
+	f.sync("node-a")
+
+	// The virtual node-lifecycle controller marks it Unknown.
+	n := f.virtualNode(vnode)
+	n.Status.Conditions[0].Status, n.Status.Conditions[0].Reason = corev1.ConditionUnknown, "NodeStatusUnknown"
+	if _, err := f.virtual.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refreshVirtualNodes()
+	f.sync("node-a")
+	wantWrites(t, f)
+
+	// The physical node recovers: Ready comes back at once.
+	ready := physical.DeepCopy()
+	ready.Status.Conditions[0].Status, ready.Status.Conditions[0].Reason = corev1.ConditionTrue, "KubeletReady"
+	f.add(f.physicalNodes, ready)
+	f.sync("node-a")
+	wantWrites(t, f, "update nodes/status")
+	if got := f.virtualNode(vnode).Status.Conditions[0].Status; got != corev1.ConditionTrue {
+		t.Fatalf("Ready = %s after the physical node recovered", got)
+	}
+}

@@ -1,0 +1,227 @@
+package podstatus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// Event reasons on physical pods.
+const (
+	// ReasonMissingMapping: a managed physical pod without the annotations
+	// naming its virtual pod was deleted.
+	ReasonMissingMapping = "MissingVirtualPodMapping"
+	// ReasonVirtualPodGone: the virtual pod a physical pod was made for is
+	// gone or replaced, so the physical pod was deleted.
+	ReasonVirtualPodGone = "VirtualPodGone"
+)
+
+// virtualPodRef is the virtual pod a physical pod says it was made for.
+type virtualPodRef struct {
+	namespace, name string
+	uid             types.UID
+}
+
+// refOf reads the mapping annotations of a physical pod; false when one is
+// missing.
+func refOf(physical *corev1.Pod) (virtualPodRef, bool) {
+	ref := virtualPodRef{
+		namespace: physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace],
+		name:      physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodName],
+		uid:       types.UID(physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID]),
+	}
+	return ref, ref.namespace != "" && ref.name != "" && ref.uid != ""
+}
+
+func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (controller.Result, error) {
+	physical, err := c.physicalPods.Pods(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if !c.isManaged(physical) {
+		return controller.Result{}, nil
+	}
+	logger := klog.FromContext(ctx).WithValues("clusterID", c.clusterID)
+	ctx = klog.NewContext(ctx, logger)
+
+	ref, ok := refOf(physical)
+	if !ok {
+		return controller.Result{}, c.deleteOrphan(ctx, physical, corev1.EventTypeWarning, ReasonMissingMapping,
+			"it has no complete virtual pod mapping annotations")
+	}
+	virtual, dead, err := c.virtualPodFor(ctx, physical, ref)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if dead != "" {
+		return controller.Result{}, c.deleteOrphan(ctx, physical, corev1.EventTypeNormal, ReasonVirtualPodGone, dead)
+	}
+
+	ctx = klog.NewContext(ctx, logger.WithValues("virtualPod", klog.KObj(virtual)))
+	// Status first: the annotation patch carries no resourceVersion, while
+	// the status update does, so the other order would always conflict.
+	if err := c.syncStatus(ctx, physical, virtual); err != nil {
+		return controller.Result{}, err
+	}
+	return controller.Result{}, c.syncPhysicalUID(ctx, physical, virtual)
+}
+
+// virtualPodFor returns the virtual pod the physical pod was made for, or,
+// when the mapping is dead, why. The cache may lag behind the virtual
+// cluster (a pod just annotated by the top-down syncer, or just recreated
+// under the same name), so a mapping that looks dead in the cache is
+// confirmed by a live GET before a pod is deleted for it. Failing to reach
+// the virtual cluster is an error, never a reason to delete.
+func (c *Controller) virtualPodFor(ctx context.Context, physical *corev1.Pod, ref virtualPodRef) (*corev1.Pod, string, error) {
+	cached, err := c.virtualPods.Pods(ref.namespace).Get(ref.name)
+	switch {
+	case err == nil && mappingMismatch(cached, physical, ref) == "":
+		return cached, "", nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, "", err
+	}
+
+	live, err := c.virtualClient.Pods(ref.namespace).Get(ctx, ref.name, metav1.GetOptions{})
+	if isPodNotFound(err, ref.name) {
+		return nil, fmt.Sprintf("virtual pod %s/%s does not exist", ref.namespace, ref.name), nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("confirming virtual pod %s/%s: %w", ref.namespace, ref.name, err)
+	}
+	if why := mappingMismatch(live, physical, ref); why != "" {
+		return nil, why, nil
+	}
+	klog.FromContext(ctx).V(4).Info("Virtual pod cache is behind; using the live object", "virtualPod", klog.KObj(live))
+	return live, "", nil
+}
+
+// isPodNotFound is true only for the apiserver's own answer that this pod
+// does not exist. A 404 that is not an API status (a proxy in between, a
+// wrong path) is an unexpected response to client-go and must not cost a
+// running pod.
+func isPodNotFound(err error, name string) bool {
+	if !apierrors.IsNotFound(err) || apierrors.IsUnexpectedServerError(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	details := status.Status().Details
+	return details != nil && details.Kind == "pods" && details.Name == name
+}
+
+// mappingMismatch says why virtual is not the pod physical was made for, or
+// "" when the two belong together: same UID as recorded on the physical pod,
+// and the virtual pod names this physical pod. A virtual pod that names no
+// physical pod does not claim this one either.
+func mappingMismatch(virtual, physical *corev1.Pod, ref virtualPodRef) string {
+	if virtual.UID != ref.uid {
+		return fmt.Sprintf("virtual pod %s/%s has UID %s, not %s", virtual.Namespace, virtual.Name, virtual.UID, ref.uid)
+	}
+	namespace := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace]
+	name := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]
+	if namespace != physical.Namespace || name != physical.Name {
+		return fmt.Sprintf("virtual pod %s/%s maps to physical pod %q/%q", virtual.Namespace, virtual.Name, namespace, name)
+	}
+	return ""
+}
+
+// deleteOrphan deletes a physical pod no virtual pod owns. The UID
+// precondition keeps a pod recreated under the same name safe.
+func (c *Controller) deleteOrphan(ctx context.Context, physical *corev1.Pod, eventType, reason, why string) error {
+	logger := klog.FromContext(ctx)
+	if physical.DeletionTimestamp != nil {
+		logger.V(4).Info("Orphaned physical pod is already terminating", "reason", why)
+		return nil
+	}
+	logger.Info("Deleting orphaned physical pod", "reason", why)
+	err := c.physicalClient.Pods(physical.Namespace).Delete(ctx, physical.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &physical.UID},
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		// Another pod took the name; its own events bring it here.
+		logger.V(2).Info("Physical pod was replaced before it could be deleted")
+		return nil
+	case err != nil:
+		return fmt.Errorf("deleting orphaned physical pod %s/%s: %w", physical.Namespace, physical.Name, err)
+	}
+	c.recorder.Eventf(physical, eventType, reason, "Deleted by Kubeocean: %s", why)
+	return nil
+}
+
+// syncStatus copies the physical pod's status to the virtual pod when it
+// differs.
+func (c *Controller) syncStatus(ctx context.Context, physical, virtual *corev1.Pod) error {
+	status := mirroredStatus(virtual.Status, physical.Status)
+	if equality.Semantic.DeepEqual(virtual.Status, status) {
+		return nil
+	}
+	updated := virtual.DeepCopy()
+	updated.Status = status
+	_, err := c.virtualClient.Pods(virtual.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		// The virtual pod changed or went away since our read; the
+		// informer event of that change re-enqueues the physical pod.
+		klog.FromContext(ctx).V(4).Info("Virtual pod changed while copying status; waiting for its event", "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("updating status of virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Copied physical pod status to virtual pod", "phase", status.Phase)
+	return nil
+}
+
+// syncPhysicalUID records the physical pod's UID on the virtual pod, in a
+// write of its own since metadata and status never share one.
+// last-sync-time is stamped only with it: it tells when the mapping was
+// made, and stamping it on every status change would double the writes to
+// the virtual cluster and wake every watcher of virtual pods once more per
+// change, for a time the status conditions already carry.
+func (c *Controller) syncPhysicalUID(ctx context.Context, physical, virtual *corev1.Pod) error {
+	if virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] == string(physical.UID) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		// The UID makes the patch fail on a virtual pod recreated under
+		// the same name instead of mapping it to our physical pod.
+		"uid": virtual.UID,
+		"annotations": map[string]string{
+			kubeoceanv1alpha1.AnnotationPhysicalPodUID: string(physical.UID),
+			kubeoceanv1alpha1.AnnotationLastSyncTime:   c.clock.Now().UTC().Format(time.RFC3339),
+		},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = c.virtualClient.Pods(virtual.Namespace).Patch(ctx, virtual.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		klog.FromContext(ctx).V(4).Info("Virtual pod changed while recording the physical UID; waiting for its event", "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("recording physical pod UID on virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Recorded physical pod UID on virtual pod", "physicalPodUID", physical.UID)
+	return nil
+}

@@ -1,0 +1,177 @@
+// Package policy runs the ResourceLeasingPolicy controller of one
+// ClusterBinding's syncer. It watches the policies of the physical cluster
+// that lend to this binding, keeps their status (valid, active, the open time
+// window and the next transition) and requeues each policy exactly at its
+// next window boundary. Its finalizer holds a deleted policy until no virtual
+// node of the binding names it any more, i.e. until the node controller has
+// reclaimed what the policy lent.
+package policy
+
+import (
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	kubeoceanv1alpha1client "github.com/kubeocean/kubeocean/generated/clientset/versioned/typed/kubeocean/v1alpha1"
+	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions/kubeocean/v1alpha1"
+	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// ControllerName names the controller, its queue and its metrics.
+const ControllerName = "bottomup-policy"
+
+// Options are the dependencies of the policy controller.
+type Options struct {
+	// BindingName is the ClusterBinding this syncer serves; only policies
+	// whose spec.cluster equals it are reconciled.
+	BindingName string
+	// Client writes policies (metadata and status) in the physical cluster.
+	Client kubeoceanv1alpha1client.ResourceLeasingPoliciesGetter
+	// Policies is an informer on the physical cluster's policies.
+	Policies kubeoceaninformers.ResourceLeasingPolicyInformer
+	// VirtualNodes is an informer on the virtual nodes of this binding
+	// (scoped by the wiring to kubeocean.io/cluster-id=<clusterID>).
+	VirtualNodes corev1informers.NodeInformer
+	// Recorder emits events on the policies.
+	Recorder record.EventRecorder
+	// Metrics receives the controller's metrics; nil records none.
+	Metrics *controller.Metrics
+	// Clock tells the time windows apart and drives requeues; nil is the
+	// real clock.
+	Clock clock.WithTicker
+}
+
+// Controller reconciles the ResourceLeasingPolicies of one binding, keyed by
+// policy name.
+type Controller struct {
+	*controller.Controller[string]
+
+	bindingName string
+	client      kubeoceanv1alpha1client.ResourceLeasingPoliciesGetter
+	policies    kubeoceanlisters.ResourceLeasingPolicyLister
+	nodes       corev1listers.NodeLister
+	recorder    record.EventRecorder
+	clock       clock.PassiveClock
+}
+
+// New builds the controller and registers its event handlers; it starts
+// nothing. Run it with Run(ctx, workers) after the informers are started.
+func New(opts Options) (*Controller, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	c := &Controller{
+		bindingName: opts.BindingName,
+		client:      opts.Client,
+		policies:    opts.Policies.Lister(),
+		nodes:       opts.VirtualNodes.Lister(),
+		recorder:    opts.Recorder,
+		clock:       opts.Clock,
+	}
+
+	// The registrations' HasSynced also wait until the handlers have seen
+	// the initial lists, not only until the caches are filled. They are
+	// assigned below, before New returns and so before Run can call them.
+	var policiesSynced, nodesSynced cache.InformerSynced
+	// The queue exists before the handlers are registered: an informer that
+	// is already running delivers events at once.
+	c.Controller = controller.New(controller.Options[string]{
+		Name:      ControllerName,
+		Reconcile: c.reconcile,
+		HasSynced: []cache.InformerSynced{
+			func() bool { return policiesSynced() },
+			func() bool { return nodesSynced() },
+		},
+		Metrics: opts.Metrics,
+		Clock:   opts.Clock,
+	})
+
+	policyRegistration, err := opts.Policies.Informer().AddEventHandler(policyHandler(opts.BindingName, c.Enqueue))
+	if err != nil {
+		return nil, fmt.Errorf("registering the policy handler: %w", err)
+	}
+	nodeRegistration, err := opts.VirtualNodes.Informer().AddEventHandler(virtualNodeHandler(opts.BindingName, c.Enqueue))
+	if err != nil {
+		// The informer is shared: leave no handler of a controller that
+		// will never run.
+		_ = opts.Policies.Informer().RemoveEventHandler(policyRegistration)
+		return nil, fmt.Errorf("registering the virtual node handler: %w", err)
+	}
+	policiesSynced, nodesSynced = policyRegistration.HasSynced, nodeRegistration.HasSynced
+	return c, nil
+}
+
+func (opts *Options) validate() error {
+	var errs []error
+	if opts.BindingName == "" {
+		errs = append(errs, errors.New("option BindingName is required"))
+	}
+	if opts.Client == nil {
+		errs = append(errs, errors.New("option Client is required"))
+	}
+	if opts.Policies == nil {
+		errs = append(errs, errors.New("option Policies is required"))
+	}
+	if opts.VirtualNodes == nil {
+		errs = append(errs, errors.New("option VirtualNodes is required"))
+	}
+	if opts.Recorder == nil {
+		errs = append(errs, errors.New("option Recorder is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("policy controller options: %w", err)
+	}
+	return nil
+}
+
+// policyHandler enqueues the policies that lend to bindingName; the policies
+// of other bindings are other syncers' business.
+func policyHandler(bindingName string, enqueue func(string)) controller.Handler[*kubeoceanv1alpha1.ResourceLeasingPolicy, string] {
+	return controller.Handler[*kubeoceanv1alpha1.ResourceLeasingPolicy, string]{
+		Enqueue: enqueue,
+		Keys: func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) []string {
+			return []string{p.Name}
+		},
+		Filter: func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) bool {
+			return p.Spec.Cluster == bindingName
+		},
+	}
+}
+
+// virtualNodeHandler maps a virtual node of bindingName to the policy its
+// annotation names, so that a deleted policy waiting for its nodes to be
+// reclaimed is woken when a node lets go of it (annotation changed or node
+// deleted). Other node updates (status, heartbeats) are dropped.
+func virtualNodeHandler(bindingName string, enqueue func(string)) controller.Handler[*corev1.Node, string] {
+	return controller.Handler[*corev1.Node, string]{
+		Enqueue: enqueue,
+		Keys:    policyNamedBy,
+		Filter: func(n *corev1.Node) bool {
+			return n.Labels[kubeoceanv1alpha1.LabelClusterBinding] == bindingName
+		},
+		Changed: func(oldNode, newNode *corev1.Node) bool {
+			return oldNode.Annotations[kubeoceanv1alpha1.AnnotationResourceLeasingPolicy] !=
+				newNode.Annotations[kubeoceanv1alpha1.AnnotationResourceLeasingPolicy] ||
+				oldNode.Labels[kubeoceanv1alpha1.LabelClusterBinding] != newNode.Labels[kubeoceanv1alpha1.LabelClusterBinding]
+		},
+	}
+}
+
+// policyNamedBy is the policy a virtual node is lent by, if any.
+func policyNamedBy(node *corev1.Node) []string {
+	if name := node.Annotations[kubeoceanv1alpha1.AnnotationResourceLeasingPolicy]; name != "" {
+		return []string{name}
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clienttesting "k8s.io/client-go/testing"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+func TestFinalizerIsAddedInItsOwnPass(t *testing.T) {
+	f := newFixture(t, []*kubeoceanv1alpha1.ResourceLeasingPolicy{newPolicy("p", binding)})
+
+	result, err, actions := f.reconcile("p")
+	if err != nil || result != (controller.Result{}) {
+		t.Fatalf("reconcile = %+v, %v", result, err)
+	}
+	expectVerbs(t, actions, "update")
+	updated := actions[0].(clienttesting.UpdateAction).GetObject().(*kubeoceanv1alpha1.ResourceLeasingPolicy)
+	if len(updated.Finalizers) != 1 || updated.Finalizers[0] != kubeoceanv1alpha1.FinalizerResourceLeasingPolicy {
+		t.Fatalf("finalizers = %v", updated.Finalizers)
+	}
+	if updated.Status.Phase != "" {
+		t.Fatalf("the metadata pass also wrote status: %+v", updated.Status)
+	}
+
+	// The update event brings the status pass.
+	_, err, actions = f.reconcile("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectVerbs(t, actions, "update/status")
+}
+
+func TestDeletionWaitsForVirtualNodes(t *testing.T) {
+	policy := withFinalizer(newPolicy("p", binding))
+	policy.Finalizers = append(policy.Finalizers, "example.com/other")
+	policy.DeletionTimestamp = &metav1.Time{Time: monday10}
+	lent := virtualNode("vnode-cid-a", binding, "p")
+	f := newFixture(t, []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy},
+		lent,
+		virtualNode("vnode-cid-b", binding, "other-policy"),
+		virtualNode("vnode-elsewhere", "binding-b", "p"), // another binding's node does not hold it
+	)
+
+	result, err, actions := f.reconcile("p")
+	if err != nil || result != (controller.Result{}) || len(actions) != 0 {
+		t.Fatalf("while a virtual node names the policy: %+v, %v, writes %v; want no write and no polling", result, err, verbsOf(actions))
+	}
+
+	// The node controller lets go of the node: its annotation changes.
+	released := lent.DeepCopy()
+	released.Annotations[kubeoceanv1alpha1.AnnotationResourceLeasingPolicy] = "another"
+	if err := f.nodes.Update(released); err != nil {
+		t.Fatal(err)
+	}
+	_, err, actions = f.reconcile("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectVerbs(t, actions, "update")
+	updated := actions[0].(clienttesting.UpdateAction).GetObject().(*kubeoceanv1alpha1.ResourceLeasingPolicy)
+	if len(updated.Finalizers) != 1 || updated.Finalizers[0] != "example.com/other" {
+		t.Errorf("finalizers after reclaim = %v, want only the foreign one", updated.Finalizers)
+	}
+	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Normal "+EventReclaimed) {
+		t.Errorf("events = %q", events)
+	}
+
+	_, err, actions = f.reconcile("p")
+	if err != nil || len(actions) != 0 {
+		t.Errorf("after the finalizer is gone: %v, writes %v", err, verbsOf(actions))
+	}
+}
+
+func TestIgnoredPolicies(t *testing.T) {
+	foreign := newPolicy("foreign", "binding-b")
+	deletedWithoutUs := newPolicy("deleted", binding)
+	deletedWithoutUs.Finalizers = []string{"example.com/other"}
+	deletedWithoutUs.DeletionTimestamp = &metav1.Time{Time: monday10}
+	f := newFixture(t, []*kubeoceanv1alpha1.ResourceLeasingPolicy{foreign, deletedWithoutUs})
+
+	for _, name := range []string{"foreign", "deleted", "missing"} {
+		result, err, actions := f.reconcile(name)
+		if err != nil || result != (controller.Result{}) || len(actions) != 0 {
+			t.Errorf("%s: %+v, %v, writes %v; want nothing", name, result, err, verbsOf(actions))
+		}
+	}
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events = %q", events)
+	}
+}

@@ -1,0 +1,86 @@
+package syncer
+
+import (
+	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/csinode"
+	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/lease"
+	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
+	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/podstatus"
+	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/policy"
+)
+
+// nodeLeaseNamespace holds the node Leases the virtual cluster's node
+// lifecycle controller reads.
+const nodeLeaseNamespace = "kube-node-lease"
+
+// bottomUpControllers builds the physical → virtual controllers, listed
+// explicitly, and asks for their informers.
+func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
+	clusterID := e.binding.Spec.ClusterID
+	p := e.process
+	v, ph := e.virtualInformers, e.physicalInformers
+
+	bindings := v.Kubeocean(bindingScope(e.binding.Name)).Kubeocean().V1alpha1().ClusterBindings()
+	virtualNodes := v.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
+	virtualPods := v.Kube(informers.Scope{}).Core().V1().Pods()
+	policies := ph.Kubeocean(informers.Scope{}).Kubeocean().V1alpha1().ResourceLeasingPolicies()
+	physicalNodes := ph.Kube(physicalNodeScope()).Core().V1().Nodes()
+
+	nodes, err := node.New(node.Options{
+		BindingName: e.binding.Name, ClusterID: clusterID,
+		VirtualNodesClient: e.virtual.Kube.CoreV1(), VirtualPodsClient: e.virtual.Kube.CoreV1(),
+		Bindings: bindings, Policies: policies, PhysicalNodes: physicalNodes,
+		ForeignPods:  ph.Kube(foreignPodScope()).Core().V1().Pods(),
+		VirtualNodes: virtualNodes, VirtualPods: virtualPods,
+		Recorder: p.Recorder, Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	policyController, err := policy.New(policy.Options{
+		BindingName: e.binding.Name, Client: e.physical.Kubeocean.KubeoceanV1alpha1(),
+		Policies: policies, VirtualNodes: virtualNodes,
+		Recorder: e.physicalRecorder, Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	leases, err := lease.New(lease.Options{
+		ClusterID: clusterID, Client: e.virtual.Kube.CoordinationV1(),
+		VirtualNodes: virtualNodes, PhysicalNodes: physicalNodes,
+		Leases:  v.Kube(ownedScope(clusterID, nodeLeaseNamespace)).Coordination().V1().Leases(),
+		Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	csiNodes, err := csinode.New(csinode.Options{
+		ClusterID: clusterID, VirtualClient: e.virtual.Kube.StorageV1(),
+		PhysicalCSINodes: ph.Kube(informers.Scope{}).Storage().V1().CSINodes(),
+		VirtualCSINodes:  v.Kube(ownedScope(clusterID, "")).Storage().V1().CSINodes(),
+		VirtualNodes:     virtualNodes,
+		Recorder:         p.Recorder, Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pods, err := podstatus.New(podstatus.Options{
+		ClusterID: clusterID, MountNamespace: e.binding.Spec.MountNamespace,
+		PhysicalClient: e.physical.Kube.CoreV1(), VirtualClient: e.virtual.Kube.CoreV1(),
+		PhysicalPods: ph.Kube(managedPodScope(e.binding.Spec.MountNamespace)).Core().V1().Pods(),
+		VirtualPods:  virtualPods,
+		Recorder:     p.Recorder, Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	workers := e.opts.Workers
+	return []app.Runnable{
+		app.ControllerRunnable(nodes.Controller, workers),
+		app.ControllerRunnable(policyController.Controller, workers),
+		app.ControllerRunnable(leases.Controller, workers),
+		app.ControllerRunnable(csiNodes.Controller, workers),
+		app.ControllerRunnable(pods.Controller, workers),
+	}, nil
+}

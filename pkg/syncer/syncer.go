@@ -1,0 +1,180 @@
+// Package syncer wires the syncer of one ClusterBinding: clients to the
+// virtual and the physical cluster, scoped informers on both, and the
+// bottom-up controllers, run together until the process stops.
+package syncer
+
+import (
+	"context"
+	"fmt"
+
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
+	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/events"
+	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/remotecluster"
+	"github.com/kubeocean/kubeocean/pkg/serving"
+)
+
+// Component is the syncer's name in user agents, events and leases.
+const Component = "kubeocean-syncer"
+
+// syncCheckTimeout bounds the readiness check on informer sync.
+const syncCheckTimeout = time.Second
+
+// Options configure a syncer beyond the shared process flags.
+type Options struct {
+	// BindingName is the ClusterBinding this syncer serves.
+	BindingName string
+	// Workers per controller.
+	Workers int
+	// PhysicalQPS and PhysicalBurst limit requests to the physical cluster.
+	PhysicalQPS   float32
+	PhysicalBurst int
+}
+
+// clusterClients are the typed clients of one cluster.
+type clusterClients struct {
+	Kube      kubernetes.Interface
+	Kubeocean kubeoceanclient.Interface
+}
+
+func newClusterClients(config *rest.Config) (clusterClients, error) {
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return clusterClients{}, err
+	}
+	ocean, err := kubeoceanclient.NewForConfig(config)
+	return clusterClients{Kube: kube, Kubeocean: ocean}, err
+}
+
+// Setup returns the app.Setup of a syncer for opts.BindingName.
+func Setup(opts Options) app.Setup {
+	return func(ctx context.Context, p *app.Process) ([]app.Runnable, error) {
+		return setup(ctx, p, opts)
+	}
+}
+
+// syncerEnv is what the controllers of one syncer are built from.
+type syncerEnv struct {
+	opts     Options
+	process  *app.Process
+	binding  *kubeoceanv1alpha1.ClusterBinding
+	virtual  clusterClients
+	physical clusterClients
+	// virtualInformers and physicalInformers are started by setup once
+	// every controller has asked for its informers.
+	virtualInformers, physicalInformers *informers.Cluster
+	physicalRecorder                    record.EventRecorderLogger
+}
+
+func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, error) {
+	logger := klog.FromContext(ctx).WithValues("clusterBinding", opts.BindingName)
+	ctx = klog.NewContext(ctx, logger)
+
+	virtual, err := newClusterClients(p.Config)
+	if err != nil {
+		return nil, err
+	}
+	binding, err := virtual.Kubeocean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, opts.BindingName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading ClusterBinding %s: %w", opts.BindingName, err)
+	}
+	physical, err := physicalClients(ctx, p.Kube, binding, opts)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("Connected to the physical cluster", "clusterID", binding.Spec.ClusterID, "mountNamespace", binding.Spec.MountNamespace)
+
+	recorder, stopRecorder := events.NewRecorder(ctx, physical.Kube, Component)
+	env := &syncerEnv{
+		opts: opts, process: p, binding: binding, virtual: virtual, physical: physical,
+		virtualInformers:  informers.NewCluster("virtual", p.Kube, virtual.Kubeocean, 0),
+		physicalInformers: informers.NewCluster(binding.Name, physical.Kube, physical.Kubeocean, 0),
+		physicalRecorder:  recorder,
+	}
+	runnables, err := bottomUpControllers(env)
+	if err != nil {
+		stopRecorder()
+		return nil, err
+	}
+
+	env.virtualInformers.Start(ctx)
+	env.physicalInformers.Start(ctx)
+	p.Health.AddReadyz(serving.Check{Name: "informers-synced", Fn: env.informersSynced})
+	return append(runnables,
+		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
+			<-ctx.Done()
+			env.virtualInformers.Shutdown()
+			env.physicalInformers.Shutdown()
+			stopRecorder()
+			return nil
+		}},
+		app.Runnable{Name: "binding-watch", Run: env.watchBinding},
+	), nil
+}
+
+// physicalClients builds clients from the binding's kubeconfig Secret.
+func physicalClients(ctx context.Context, virtual kubernetes.Interface, binding *kubeoceanv1alpha1.ClusterBinding, opts Options) (clusterClients, error) {
+	cache := remotecluster.NewCache(remotecluster.SecretsFromClient(virtual.CoreV1()), newClusterClients, remotecluster.Options{
+		QPS: opts.PhysicalQPS, Burst: opts.PhysicalBurst, UserAgent: Component + "/" + binding.Name,
+	})
+	entry, err := cache.Get(ctx, binding.Spec.SecretRef.Namespace, binding.Spec.SecretRef.Name)
+	if err != nil {
+		return clusterClients{}, fmt.Errorf("connecting to the physical cluster of %s: %w", binding.Name, err)
+	}
+	if err := remotecluster.Probe(ctx, entry.Clients.Kube); err != nil {
+		return clusterClients{}, fmt.Errorf("probing the physical cluster of %s: %w", binding.Name, err)
+	}
+	return entry.Clients, nil
+}
+
+func (e *syncerEnv) informersSynced(r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), syncCheckTimeout)
+	defer cancel()
+	if err := e.virtualInformers.WaitForCacheSync(ctx); err != nil {
+		return err
+	}
+	return e.physicalInformers.WaitForCacheSync(ctx)
+}
+
+// watchBinding stops the syncer when its binding changes in a way the
+// running controllers cannot follow (another Secret or mount namespace):
+// the process exits and its Deployment, or the manager in in-process mode,
+// starts it again with the new spec. Everything else (node selector,
+// default taint, deletion) the controllers follow as it happens.
+func (e *syncerEnv) watchBinding(ctx context.Context) error {
+	informer := e.virtualInformers.Kubeocean(bindingScope(e.opts.BindingName)).Kubeocean().V1alpha1().ClusterBindings().Informer()
+	changed := make(chan struct{}, 1)
+	registration, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			b, ok := obj.(*kubeoceanv1alpha1.ClusterBinding)
+			if ok && (b.Spec.SecretRef != e.binding.Spec.SecretRef || b.Spec.MountNamespace != e.binding.Spec.MountNamespace) {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = informer.RemoveEventHandler(registration) }()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-changed:
+		return fmt.Errorf("ClusterBinding %s changed its secretRef or mountNamespace: restarting", e.opts.BindingName)
+	}
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+type results struct {
+	floorCreate, floorUpdate              time.Duration
+	nodesReady, policyChange, foreignPods time.Duration
+	rssEmpty, rssFull, cpuEmpty, cpuFull  float64
+}
+
+func (r results) print(cfg config) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "\nBottom-up syncer: %d physical nodes, %d foreign pods, client QPS %v / burst %d per cluster\n\n",
+		cfg.nodes, cfg.nodes*cfg.podsPerNode, cfg.qps, cfg.burst)
+	fmt.Fprintln(w, "figure\tsyncer\tfloor\tratio\ttarget")
+	fmt.Fprintf(w, "%d virtual nodes Ready after lending (s)\t%.1f\t%.1f\t%.2f\t≤ 2\n",
+		cfg.nodes, r.nodesReady.Seconds(), r.floorCreate.Seconds(), r.nodesReady.Seconds()/r.floorCreate.Seconds())
+	fmt.Fprintf(w, "policy change on every node (s)\t%.1f\t%.1f\t%.2f\t≤ 2\n",
+		r.policyChange.Seconds(), r.floorUpdate.Seconds(), r.policyChange.Seconds()/r.floorUpdate.Seconds())
+	fmt.Fprintf(w, "foreign pods created → capacity shown (s)\t%.1f\t\t\t\n", r.foreignPods.Seconds())
+	fmt.Fprintf(w, "syncer RSS, empty physical cluster (MiB)\t%.1f\t\t\t\n", r.rssEmpty)
+	fmt.Fprintf(w, "syncer RSS, nodes + foreign pods (MiB)\t%.1f\t\t%.2f×\t≤ 150 MiB, < 2×\n", r.rssFull, r.rssFull/r.rssEmpty)
+	fmt.Fprintf(w, "syncer CPU at rest, empty / full (%% of a core)\t%.1f / %.1f\t\t\t\n", r.cpuEmpty, r.cpuFull)
+	w.Flush()
+}
