@@ -37,8 +37,10 @@ type Scope struct {
 	LabelSelector string
 	FieldSelector string
 	// Slim, when set, trims each object after managedFields are dropped.
-	// It must return an object of the same type. SlimName tells slimmings
-	// apart (functions cannot be compared) and is required with Slim.
+	// It may return a smaller type of its own (with object metadata); then
+	// only the Informer of that resource may be used, not its typed Lister.
+	// SlimName tells slimmings apart (functions cannot be compared) and is
+	// required with Slim.
 	Slim     cache.TransformFunc
 	SlimName string
 }

@@ -31,7 +31,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		BindingName: e.binding.Name, ClusterID: clusterID,
 		VirtualNodesClient: e.virtual.Kube.CoreV1(), VirtualPodsClient: e.virtual.Kube.CoreV1(),
 		Bindings: bindings, Policies: policies, PhysicalNodes: physicalNodes,
-		ForeignPods:  ph.Kube(foreignPodScope()).Core().V1().Pods(),
+		ForeignPods:  ph.Kube(foreignPodScope()).Core().V1().Pods().Informer(),
 		VirtualNodes: virtualNodes, VirtualPods: virtualPods,
 		Recorder: p.Recorder, Metrics: p.Metrics,
 	})

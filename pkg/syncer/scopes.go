@@ -4,10 +4,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/resources"
 )
 
 // The scopes of the syncer's informers. Everything cached from the physical
@@ -35,54 +35,21 @@ func managedPodScope(mountNamespace string) informers.Scope {
 	}
 }
 
-// foreignPodScope: pods Kubeocean does not run that hold resources on a node.
-// Finished pods leave the watch (a delete event), which is when they free
-// their node's resources.
+// foreignPodScope: pods Kubeocean does not run that hold resources on a node,
+// stored compactly as *resources.PodUsage (so only the informer, never its
+// typed lister, may be used). Finished pods leave the watch (a delete
+// event), which is when they free their node's resources.
 func foreignPodScope() informers.Scope {
 	return informers.Scope{
 		LabelSelector: kubeoceanv1alpha1.LabelManagedBy + "!=" + kubeoceanv1alpha1.ManagedByKubeocean,
 		FieldSelector: "spec.nodeName!=,status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed),
-		Slim:          slimPodForCapacity,
+		Slim:          resources.CompactForeignPod,
 		SlimName:      "capacity",
 	}
 }
 
 func physicalNodeScope() informers.Scope {
 	return informers.Scope{Slim: slimNode, SlimName: "node"}
-}
-
-// slimPodForCapacity keeps what the scheduler's request arithmetic reads.
-func slimPodForCapacity(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	slim := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
-			Labels: pod.Labels, DeletionTimestamp: pod.DeletionTimestamp,
-		},
-		Spec: corev1.PodSpec{
-			NodeName:       pod.Spec.NodeName,
-			Overhead:       pod.Spec.Overhead,
-			Resources:      pod.Spec.Resources,
-			Containers:     slimContainers(pod.Spec.Containers),
-			InitContainers: slimContainers(pod.Spec.InitContainers),
-		},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase},
-	}
-	return slim, nil
-}
-
-func slimContainers(containers []corev1.Container) []corev1.Container {
-	if len(containers) == 0 {
-		return nil
-	}
-	out := make([]corev1.Container, len(containers))
-	for i, c := range containers {
-		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
-	}
-	return out
 }
 
 // slimNode drops the image list and volume bookkeeping, the bulk of a

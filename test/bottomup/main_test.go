@@ -27,20 +27,11 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	clusters, err := controlplane.StartParallel(ctx,
-		controlplane.Options{Name: "virtual", ControllerManager: true},
-		controlplane.Options{Name: "physical", Kwok: true},
-	)
+	var err error
+	virtualCluster, physicalCluster, err = testenv.StartVirtualAndPhysical(ctx, controlplane.Options{ControllerManager: true}, controlplane.Options{Kwok: true})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting control planes: %v\n", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
-	}
-	virtualCluster, physicalCluster = clusters[0], clusters[1]
-	for _, c := range clusters {
-		if err := testenv.InstallCRDs(ctx, c.Config()); err != nil {
-			fmt.Fprintf(os.Stderr, "installing CRDs in %s: %v\n", c.Name, err)
-			return 1
-		}
 	}
 	return m.Run()
 }

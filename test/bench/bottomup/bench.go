@@ -41,6 +41,7 @@ type bench struct {
 	physOcean             kubeoceanclient.Interface
 	syncer                *exec.Cmd
 	syncerDone            chan struct{}
+	syncerLog             string
 }
 
 func newBench(cfg config, virtual, physical *controlplane.Cluster) *bench {
@@ -183,6 +184,7 @@ func (b *bench) startSyncer(ctx context.Context) error {
 	b.syncerDone = make(chan struct{})
 	go func() { _ = b.syncer.Wait(); logFile.Close(); close(b.syncerDone) }()
 	logf("syncer running as pid %d, log %s", b.syncer.Process.Pid, logPath)
+	b.syncerLog = logPath
 	return nil
 }
 

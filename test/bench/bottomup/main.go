@@ -92,6 +92,11 @@ func run(ctx context.Context, cfg config) error {
 	if r.rssFull, r.cpuFull, err = b.settledFootprint(ctx); err != nil {
 		return err
 	}
+	if keep := os.Getenv("KUBEOCEAN_BENCH_KEEP_LOG"); keep != "" {
+		if data, err := os.ReadFile(b.syncerLog); err == nil {
+			_ = os.WriteFile(keep, data, 0o644)
+		}
+	}
 	r.print(cfg)
 	return nil
 }

@@ -50,8 +50,9 @@ type Options struct {
 	// PhysicalNodes are the physical cluster's nodes.
 	PhysicalNodes corev1informers.NodeInformer
 	// ForeignPods are the physical pods that hold resources and that
-	// Kubeocean does not run; the wiring scopes and slims them.
-	ForeignPods corev1informers.PodInformer
+	// Kubeocean does not run, stored as *resources.PodUsage (the wiring
+	// scopes them and compacts them with resources.CompactForeignPod).
+	ForeignPods cache.SharedIndexInformer
 	// VirtualNodes are this binding's virtual nodes (label-scoped).
 	VirtualNodes corev1informers.NodeInformer
 	// VirtualPods are the virtual cluster's pods, to drain virtual nodes.
@@ -84,10 +85,11 @@ func New(opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	for _, informer := range []cache.SharedIndexInformer{opts.ForeignPods.Informer(), opts.VirtualPods.Informer()} {
-		if err := addNodeNameIndex(informer); err != nil {
-			return nil, err
-		}
+	if err := addNodeNameIndex(opts.VirtualPods.Informer(), podNodeName); err != nil {
+		return nil, err
+	}
+	if err := addNodeNameIndex(opts.ForeignPods, usageNodeName); err != nil {
+		return nil, err
 	}
 	c := &Controller{
 		bindingName:   opts.BindingName,
@@ -97,7 +99,7 @@ func New(opts Options) (*Controller, error) {
 		bindings:      opts.Bindings.Lister(),
 		policies:      opts.Policies.Lister(),
 		physicalNodes: opts.PhysicalNodes.Lister(),
-		foreignPods:   opts.ForeignPods.Informer().GetIndexer(),
+		foreignPods:   opts.ForeignPods.GetIndexer(),
 		virtualNodes:  opts.VirtualNodes.Lister(),
 		virtualPods:   opts.VirtualPods.Informer().GetIndexer(),
 		recorder:      opts.Recorder,
@@ -110,23 +112,37 @@ func New(opts Options) (*Controller, error) {
 		Clock:     opts.Clock,
 		HasSynced: []cache.InformerSynced{
 			opts.Bindings.Informer().HasSynced, opts.Policies.Informer().HasSynced,
-			opts.PhysicalNodes.Informer().HasSynced, opts.ForeignPods.Informer().HasSynced,
+			opts.PhysicalNodes.Informer().HasSynced, opts.ForeignPods.HasSynced,
 			opts.VirtualNodes.Informer().HasSynced, opts.VirtualPods.Informer().HasSynced,
 		},
 	})
 	return c, c.registerHandlers(opts)
 }
 
-func addNodeNameIndex(informer cache.SharedIndexInformer) error {
+func addNodeNameIndex(informer cache.SharedIndexInformer, nodeName func(obj any) string) error {
 	if _, ok := informer.GetIndexer().GetIndexers()[byNodeName]; ok {
 		return nil
 	}
 	return informer.AddIndexers(cache.Indexers{byNodeName: func(obj any) ([]string, error) {
-		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-			return []string{pod.Spec.NodeName}, nil
+		if name := nodeName(obj); name != "" {
+			return []string{name}, nil
 		}
 		return nil, nil
 	}})
+}
+
+func podNodeName(obj any) string {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return pod.Spec.NodeName
+	}
+	return ""
+}
+
+func usageNodeName(obj any) string {
+	if u, ok := obj.(*resources.PodUsage); ok {
+		return u.NodeName
+	}
+	return ""
 }
 
 func (c *Controller) registerHandlers(opts Options) error {
@@ -145,8 +161,9 @@ func (c *Controller) registerHandlers(opts Options) error {
 		{opts.PhysicalNodes.Informer(), controller.Handler[*corev1.Node, string]{
 			Enqueue: c.Enqueue, Keys: func(n *corev1.Node) []string { return []string{n.Name} },
 		}},
-		{opts.ForeignPods.Informer(), controller.Handler[*corev1.Pod, string]{
-			Enqueue: c.Enqueue, Keys: podNodeKeys, Changed: capacityChanged,
+		{opts.ForeignPods, controller.Handler[*resources.PodUsage, string]{
+			Enqueue: c.Enqueue, Keys: usageNodeKeys,
+			Changed: func(old, updated *resources.PodUsage) bool { return !old.SameUsage(updated) },
 		}},
 		{opts.VirtualNodes.Informer(), controller.Handler[*corev1.Node, string]{
 			Enqueue: c.Enqueue, Keys: physicalNameOf,
@@ -221,30 +238,11 @@ func physicalNameOf(vnode *corev1.Node) []string {
 	return nil
 }
 
-func podNodeKeys(pod *corev1.Pod) []string {
-	if pod.Spec.NodeName == "" {
+func usageNodeKeys(u *resources.PodUsage) []string {
+	if u.NodeName == "" {
 		return nil
 	}
-	return []string{pod.Spec.NodeName}
-}
-
-// capacityChanged drops pod updates that cannot change a node's capacity.
-func capacityChanged(old, updated *corev1.Pod) bool {
-	return old.Spec.NodeName != updated.Spec.NodeName ||
-		resources.HoldsResources(old) != resources.HoldsResources(updated) ||
-		!resourceListsEqual(resources.PodRequests(old), resources.PodRequests(updated))
-}
-
-func resourceListsEqual(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, q := range a {
-		if other, ok := b[name]; !ok || q.Cmp(other) != 0 {
-			return false
-		}
-	}
-	return true
+	return []string{u.NodeName}
 }
 
 // virtualNodeName is the name of the virtual twin of a physical node.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -19,6 +20,7 @@ import (
 	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/resources"
 )
 
 const (
@@ -55,7 +57,7 @@ func newFixture(t *testing.T) *fixture {
 		Bindings:      oceanVirtual.Kubeocean().V1alpha1().ClusterBindings(),
 		Policies:      oceanPhysical.Kubeocean().V1alpha1().ResourceLeasingPolicies(),
 		PhysicalNodes: physicalFactory.Core().V1().Nodes(),
-		ForeignPods:   physicalFactory.Core().V1().Pods(),
+		ForeignPods:   physicalFactory.Core().V1().Pods().Informer(),
 		VirtualNodes:  virtualFactory.Core().V1().Nodes(),
 		VirtualPods:   virtualFactory.Core().V1().Pods(),
 		Recorder:      f.recorder,
@@ -70,10 +72,22 @@ func newFixture(t *testing.T) *fixture {
 	f.bindings = opts.Bindings.Informer().GetIndexer()
 	f.policies = opts.Policies.Informer().GetIndexer()
 	f.physicalNodes = opts.PhysicalNodes.Informer().GetIndexer()
-	f.foreignPods = opts.ForeignPods.Informer().GetIndexer()
+	f.foreignPods = compactingStore{opts.ForeignPods.GetIndexer()}
 	f.virtualNodes = opts.VirtualNodes.Informer().GetIndexer()
 	f.virtualPods = opts.VirtualPods.Informer().GetIndexer()
 	return f
+}
+
+// compactingStore stores pods the way the foreign-pod informer's transform
+// does.
+type compactingStore struct{ store cache.Indexer }
+
+func (s compactingStore) Add(obj any) error {
+	compact, err := resources.CompactForeignPod(obj)
+	if err != nil {
+		return err
+	}
+	return s.store.Add(compact)
 }
 
 func (f *fixture) add(store interface{ Add(any) error }, objs ...runtime.Object) {

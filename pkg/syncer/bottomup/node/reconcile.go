@@ -85,11 +85,9 @@ func (c *Controller) foreignUsage(node string) (corev1.ResourceList, error) {
 	}
 	used := corev1.ResourceList{}
 	for _, obj := range objs {
-		pod := obj.(*corev1.Pod)
-		if pod.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean || !resources.HoldsResources(pod) {
-			continue
+		if u, ok := obj.(*resources.PodUsage); ok && u.HoldsResources {
+			u.AddTo(used)
 		}
-		resources.Add(used, resources.PodRequests(pod))
 	}
 	return used, nil
 }

@@ -348,3 +348,17 @@ func TestNotReadyDoesNotFightTheLifecycleController(t *testing.T) {
 		t.Fatalf("Ready = %s after the physical node recovered", got)
 	}
 }
+
+func TestKubeoceanPodsDoNotReduceCapacity(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	ours := foreignPod("ours", "node-a", "3", corev1.PodRunning)
+	ours.Labels = map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
+	f.add(f.foreignPods, ours)
+	f.sync("node-a")
+	if got := f.virtualNode(vnode).Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("8")) != 0 {
+		t.Fatalf("cpu = %v, want all 8: Kubeocean's pods run on what was lent", got)
+	}
+}
