@@ -86,6 +86,9 @@ func run(ctx context.Context, cfg config) error {
 	if r.policyChange, err = b.changePolicy(ctx); err != nil {
 		return fmt.Errorf("changing the policy: %w", err)
 	}
+	if r.rssNodes, r.cpuNodes, err = b.settledFootprint(ctx); err != nil {
+		return err
+	}
 	if r.foreignPods, err = b.createForeignPods(ctx); err != nil {
 		return fmt.Errorf("foreign pods: %w", err)
 	}

@@ -10,7 +10,8 @@ import (
 type results struct {
 	floorCreate, floorUpdate              time.Duration
 	nodesReady, policyChange, foreignPods time.Duration
-	rssEmpty, rssFull, cpuEmpty, cpuFull  float64
+	rssEmpty, rssNodes, rssFull           float64
+	cpuEmpty, cpuNodes, cpuFull           float64
 }
 
 func (r results) print(cfg config) {
@@ -24,7 +25,10 @@ func (r results) print(cfg config) {
 		r.policyChange.Seconds(), r.floorUpdate.Seconds(), r.policyChange.Seconds()/r.floorUpdate.Seconds())
 	fmt.Fprintf(w, "foreign pods created → capacity shown (s)\t%.1f\t\t\t\n", r.foreignPods.Seconds())
 	fmt.Fprintf(w, "syncer RSS, empty physical cluster (MiB)\t%.1f\t\t\t\n", r.rssEmpty)
-	fmt.Fprintf(w, "syncer RSS, nodes + foreign pods (MiB)\t%.1f\t\t%.2f×\t≤ 150 MiB, < 2×\n", r.rssFull, r.rssFull/r.rssEmpty)
-	fmt.Fprintf(w, "syncer CPU at rest, empty / full (%% of a core)\t%.1f / %.1f\t\t\t\n", r.cpuEmpty, r.cpuFull)
+	fmt.Fprintf(w, "syncer RSS, %d nodes lent, no foreign pods (MiB)\t%.1f\t\t\t\n", cfg.nodes, r.rssNodes)
+	fmt.Fprintf(w, "syncer RSS, %d nodes lent, no foreign pods (MiB)\t%.1f\t\t\t\n", cfg.nodes, r.rssNodes)
+	fmt.Fprintf(w, "syncer RSS, nodes + foreign pods (MiB)\t%.1f\t\t%.2f× empty, %.2f× nodes only\t≤ 150 MiB, < 2× empty\n",
+		r.rssFull, r.rssFull/r.rssEmpty, r.rssFull/r.rssNodes)
+	fmt.Fprintf(w, "syncer CPU at rest: empty / nodes / full (%% of a core)\t%.1f / %.1f / %.1f\t\t\t\n", r.cpuEmpty, r.cpuNodes, r.cpuFull)
 	w.Flush()
 }

@@ -7,8 +7,11 @@ package node
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corev1informers "k8s.io/client-go/informers/core/v1"
@@ -160,6 +163,7 @@ func (c *Controller) registerHandlers(opts Options) error {
 		}},
 		{opts.PhysicalNodes.Informer(), controller.Handler[*corev1.Node, string]{
 			Enqueue: c.Enqueue, Keys: func(n *corev1.Node) []string { return []string{n.Name} },
+			Changed: physicalNodeChanged,
 		}},
 		{opts.ForeignPods, controller.Handler[*resources.PodUsage, string]{
 			Enqueue: c.Enqueue, Keys: usageNodeKeys,
@@ -236,6 +240,25 @@ func physicalNameOf(vnode *corev1.Node) []string {
 		return []string{name}
 	}
 	return nil
+}
+
+// physicalNodeChanged drops updates that only move heartbeat times: a
+// kubelet (or kwok) posts one per node every few seconds to minutes, and
+// none of them can change the virtual node.
+func physicalNodeChanged(old, updated *corev1.Node) bool {
+	if updated.DeletionTimestamp != nil || !equality.Semantic.DeepEqual(old.Labels, updated.Labels) ||
+		!equality.Semantic.DeepEqual(old.Spec, updated.Spec) {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(withoutHeartbeats(old.Status), withoutHeartbeats(updated.Status))
+}
+
+func withoutHeartbeats(status corev1.NodeStatus) corev1.NodeStatus {
+	status.Conditions = slices.Clone(status.Conditions)
+	for i := range status.Conditions {
+		status.Conditions[i].LastHeartbeatTime = metav1.Time{}
+	}
+	return status
 }
 
 func usageNodeKeys(u *resources.PodUsage) []string {

@@ -169,3 +169,28 @@ func TestUnschedulableFollowsPhysicalUnlessUserChangedIt(t *testing.T) {
 		}
 	}
 }
+
+func TestPhysicalNodeChanged(t *testing.T) {
+	base := physicalNode("node-a", map[string]string{"zone": "z1"})
+	beat := base.DeepCopy()
+	beat.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(testNow.Add(time.Minute))
+	relabelled := base.DeepCopy()
+	relabelled.Labels["zone"] = "z2"
+	notReady := base.DeepCopy()
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	cordoned := base.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	for name, tt := range map[string]struct {
+		updated *corev1.Node
+		want    bool
+	}{
+		"heartbeat only": {beat, false},
+		"label":          {relabelled, true},
+		"condition":      {notReady, true},
+		"cordon":         {cordoned, true},
+	} {
+		if got := physicalNodeChanged(base, tt.updated); got != tt.want {
+			t.Errorf("%s: changed = %v, want %v", name, got, tt.want)
+		}
+	}
+}
