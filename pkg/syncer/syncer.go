@@ -111,7 +111,8 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 
 	env.virtualInformers.Start(ctx)
 	env.physicalInformers.Start(ctx)
-	p.Health.AddReadyz(serving.Check{Name: "informers-synced", Fn: env.informersSynced})
+	// One check per binding: the manager may run several syncers in one process.
+	p.Health.AddReadyz(serving.Check{Name: "informers-synced-" + binding.Name, Fn: env.informersSynced})
 	return append(runnables,
 		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
 			<-ctx.Done()

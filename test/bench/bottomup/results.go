@@ -26,7 +26,6 @@ func (r results) print(cfg config) {
 	fmt.Fprintf(w, "foreign pods created → capacity shown (s)\t%.1f\t\t\t\n", r.foreignPods.Seconds())
 	fmt.Fprintf(w, "syncer RSS, empty physical cluster (MiB)\t%.1f\t\t\t\n", r.rssEmpty)
 	fmt.Fprintf(w, "syncer RSS, %d nodes lent, no foreign pods (MiB)\t%.1f\t\t\t\n", cfg.nodes, r.rssNodes)
-	fmt.Fprintf(w, "syncer RSS, %d nodes lent, no foreign pods (MiB)\t%.1f\t\t\t\n", cfg.nodes, r.rssNodes)
 	fmt.Fprintf(w, "syncer RSS, nodes + foreign pods (MiB)\t%.1f\t\t%.2f× empty, %.2f× nodes only\t≤ 150 MiB, < 2× empty\n",
 		r.rssFull, r.rssFull/r.rssEmpty, r.rssFull/r.rssNodes)
 	fmt.Fprintf(w, "syncer CPU at rest: empty / nodes / full (%% of a core)\t%.1f / %.1f / %.1f\t\t\t\n", r.cpuEmpty, r.cpuNodes, r.cpuFull)
