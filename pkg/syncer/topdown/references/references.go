@@ -1,0 +1,131 @@
+// Package references lists the objects a pod refers to by name in its own
+// namespace — ConfigMaps, Secrets and PersistentVolumeClaims — wherever the
+// pod spec can name them. The top-down syncer copies exactly these to the
+// physical cluster before the pod, rewrites the names in the pod spec, and
+// deletes a physical copy once no pod refers to it any more.
+package references
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// References are the names a pod uses, each list sorted and without
+// duplicates.
+type References struct {
+	ConfigMaps []string
+	Secrets    []string
+	PVCs       []string
+}
+
+// Of collects the references of pod: volumes (including projected
+// sources), env valueFrom and envFrom of every container kind, and
+// imagePullSecrets. Optional references are included too: when the object
+// exists it must be copied for the pod to see it.
+func Of(pod *corev1.Pod) References {
+	configMaps, secrets, pvcs := sets.New[string](), sets.New[string](), sets.New[string]()
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.ConfigMap != nil:
+			configMaps.Insert(v.ConfigMap.Name)
+		case v.Secret != nil:
+			secrets.Insert(v.Secret.SecretName)
+		case v.PersistentVolumeClaim != nil:
+			pvcs.Insert(v.PersistentVolumeClaim.ClaimName)
+		case v.Projected != nil:
+			for _, source := range v.Projected.Sources {
+				if source.ConfigMap != nil {
+					configMaps.Insert(source.ConfigMap.Name)
+				}
+				if source.Secret != nil {
+					secrets.Insert(source.Secret.Name)
+				}
+			}
+		}
+	}
+	for _, c := range AllContainers(&pod.Spec) {
+		for _, env := range c.Env {
+			if env.ValueFrom == nil {
+				continue
+			}
+			if ref := env.ValueFrom.ConfigMapKeyRef; ref != nil {
+				configMaps.Insert(ref.Name)
+			}
+			if ref := env.ValueFrom.SecretKeyRef; ref != nil {
+				secrets.Insert(ref.Name)
+			}
+		}
+		for _, from := range c.EnvFrom {
+			if from.ConfigMapRef != nil {
+				configMaps.Insert(from.ConfigMapRef.Name)
+			}
+			if from.SecretRef != nil {
+				secrets.Insert(from.SecretRef.Name)
+			}
+		}
+	}
+	for _, s := range pod.Spec.ImagePullSecrets {
+		secrets.Insert(s.Name)
+	}
+	configMaps.Delete("")
+	secrets.Delete("")
+	pvcs.Delete("")
+	return References{ConfigMaps: sets.List(configMaps), Secrets: sets.List(secrets), PVCs: sets.List(pvcs)}
+}
+
+// AllContainers returns pointers to the init, regular and ephemeral
+// containers' common fields, so callers can read or rewrite them in one
+// loop.
+func AllContainers(spec *corev1.PodSpec) []*corev1.Container {
+	out := make([]*corev1.Container, 0, len(spec.InitContainers)+len(spec.Containers)+len(spec.EphemeralContainers))
+	for i := range spec.InitContainers {
+		out = append(out, &spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		out = append(out, &spec.Containers[i])
+	}
+	for i := range spec.EphemeralContainers {
+		out = append(out, (*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	return out
+}
+
+// Kinds of reference, for index keys.
+const (
+	KindConfigMap = "ConfigMap"
+	KindSecret    = "Secret"
+	KindPVC       = "PersistentVolumeClaim"
+)
+
+// IndexName is the name of the pod informer index that IndexKeys feeds.
+const IndexName = "kubeocean.io/references"
+
+// IndexKey is the index key of a reference: kind/namespace/name.
+func IndexKey(kind, namespace, name string) string {
+	return kind + "/" + namespace + "/" + name
+}
+
+// IndexKeys is an informer index function over pods: every object a pod
+// refers to, as IndexKey. It lets a controller of ConfigMaps, Secrets or
+// PVCs ask which pods still use an object.
+func IndexKeys(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	refs := Of(pod)
+	keys := make([]string, 0, len(refs.ConfigMaps)+len(refs.Secrets)+len(refs.PVCs))
+	for _, n := range refs.ConfigMaps {
+		keys = append(keys, IndexKey(KindConfigMap, pod.Namespace, n))
+	}
+	for _, n := range refs.Secrets {
+		keys = append(keys, IndexKey(KindSecret, pod.Namespace, n))
+	}
+	for _, n := range refs.PVCs {
+		keys = append(keys, IndexKey(KindPVC, pod.Namespace, n))
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
