@@ -54,6 +54,19 @@ const (
 	// deletion.
 	TaintVirtualNodeDeleting = "kubeocean.io/vnode-deleting"
 
+	// FinalizerClusterBindingManager holds a ClusterBinding until the
+	// manager has stopped its syncer; FinalizerClusterBindingSyncer until
+	// the syncer has removed what it created for the binding (virtual
+	// nodes, physical objects, finalizers and labels on virtual objects).
+	// The manager keeps the syncer running while the syncer's finalizer is
+	// there, then drops its own.
+	FinalizerClusterBindingManager = "kubeocean.io/manager"
+	FinalizerClusterBindingSyncer  = "kubeocean.io/syncer"
+	// AnnotationForceUnbind set to "true" on a ClusterBinding being deleted
+	// lets the manager finish unbinding without the syncer's cleanup, for
+	// a physical cluster that is gone or unreachable.
+	AnnotationForceUnbind = "kubeocean.io/force-unbind"
+
 	// FinalizerResourceLeasingPolicy holds a policy until the nodes it lent
 	// are reclaimed.
 	FinalizerResourceLeasingPolicy = "kubeocean.io/policy-reclaim"
