@@ -8,6 +8,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/podstatus"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/policy"
+	"github.com/kubeocean/kubeocean/pkg/syncer/unbind"
 )
 
 // nodeLeaseNamespace holds the node Leases the virtual cluster's node
@@ -41,6 +42,10 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	policyController, err := policy.New(policy.Options{
 		BindingName: e.binding.Name, Client: e.physical.Kubeocean.KubeoceanV1alpha1(),
 		Policies: policies, VirtualNodes: virtualNodes,
+		BindingActive: func() bool {
+			b, err := bindings.Lister().Get(e.binding.Name)
+			return err == nil && b.DeletionTimestamp == nil
+		},
 		Recorder: e.physicalRecorder, Metrics: p.Metrics,
 	})
 	if err != nil {
@@ -75,6 +80,17 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	unbinding, err := unbind.New(unbind.Options{
+		BindingName: e.binding.Name, ClusterID: clusterID, MountNamespace: e.binding.Spec.MountNamespace,
+		VirtualKube: e.virtual.Kube, PhysicalKube: e.physical.Kube,
+		VirtualKubeocean: e.virtual.Kubeocean, PhysicalKubeocean: e.physical.Kubeocean,
+		Bindings: bindings, VirtualNodes: virtualNodes, Policies: policies,
+		ManagedPods: ph.Kube(managedPodScope(e.binding.Spec.MountNamespace)).Core().V1().Pods(),
+		Recorder:    p.Recorder, Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
 	workers := e.opts.Workers
 	return []app.Runnable{
 		app.ControllerRunnable(nodes.Controller, workers),
@@ -82,5 +98,6 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		app.ControllerRunnable(leases.Controller, workers),
 		app.ControllerRunnable(csiNodes.Controller, workers),
 		app.ControllerRunnable(pods.Controller, workers),
+		app.ControllerRunnable(unbinding.Controller, 1),
 	}, nil
 }

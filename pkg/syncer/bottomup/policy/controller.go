@@ -40,6 +40,10 @@ type Options struct {
 	// VirtualNodes is an informer on the virtual nodes of this binding
 	// (scoped by the wiring to kubeocean.io/cluster-id=<clusterID>).
 	VirtualNodes corev1informers.NodeInformer
+	// BindingActive, when set, reports whether the binding still lives;
+	// while it does not, no finalizer is added: the syncer's unbinding is
+	// releasing the binding's policies and must not race with us.
+	BindingActive func() bool
 	// Recorder emits events on the policies.
 	Recorder record.EventRecorder
 	// Metrics receives the controller's metrics; nil records none.
@@ -55,6 +59,7 @@ type Controller struct {
 	*controller.Controller[string]
 
 	bindingName string
+	active      func() bool
 	client      kubeoceanv1alpha1client.ResourceLeasingPoliciesGetter
 	policies    kubeoceanlisters.ResourceLeasingPolicyLister
 	nodes       corev1listers.NodeLister
@@ -73,6 +78,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		bindingName: opts.BindingName,
+		active:      opts.BindingActive,
 		client:      opts.Client,
 		policies:    opts.Policies.Lister(),
 		nodes:       opts.VirtualNodes.Lister(),

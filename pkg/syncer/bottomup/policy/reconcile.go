@@ -54,6 +54,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 		return controller.Result{}, c.releaseWhenReclaimed(ctx, policy)
 	}
 	if !slices.Contains(policy.Finalizers, finalizer) {
+		if c.active != nil && !c.active() {
+			return c.syncStatus(ctx, policy)
+		}
 		// Metadata in this pass; the update event brings the status pass.
 		return controller.Result{}, c.addFinalizer(ctx, policy)
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -336,5 +337,22 @@ func TestInvalidPolicyFailsOnce(t *testing.T) {
 	expectVerbs(t, actions, "update/status")
 	if got := f.cached("p").Status; got.Phase != kubeoceanv1alpha1.ResourceLeasingPolicyActive || got.ObservedGeneration != 3 {
 		t.Errorf("after the fix: phase %s generation %d", got.Phase, got.ObservedGeneration)
+	}
+}
+
+func TestNoFinalizerWhileTheBindingIsGoing(t *testing.T) {
+	f := newFixture(t, []*kubeoceanv1alpha1.ResourceLeasingPolicy{newPolicy("going", binding)})
+	f.c.active = func() bool { return false }
+	_, err, actions := f.reconcile("going")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range actions {
+		if a.GetSubresource() == "" && a.GetVerb() == "update" {
+			t.Fatalf("metadata written while the binding is going away: %v", a)
+		}
+	}
+	if slices.Contains(f.cached("going").Finalizers, finalizer) {
+		t.Fatal("a finalizer was added although the binding is going away")
 	}
 }

@@ -1,0 +1,90 @@
+// Package unbind is the syncer's side of unbinding. While its binding
+// lives, it keeps the syncer's finalizer on the ClusterBinding. Once the
+// binding is deleted, the other controllers wind down on their own (the
+// node controller drains and removes the virtual nodes, the top-down
+// controllers delete physical pods and copies as their virtual objects go);
+// this controller waits for that, releases the binding's
+// ResourceLeasingPolicies, sweeps what is left of the binding in both
+// clusters, and then removes the finalizer so the manager can finish.
+package unbind
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
+	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions/kubeocean/v1alpha1"
+	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "syncer-unbind"
+
+// Options are the dependencies of the controller.
+type Options struct {
+	BindingName, ClusterID, MountNamespace string
+
+	// Virtual and physical clients; the sweep lists and deletes across
+	// kinds, so it takes the whole clientsets.
+	VirtualKube, PhysicalKube           kubernetes.Interface
+	VirtualKubeocean, PhysicalKubeocean kubeoceanclient.Interface
+
+	Bindings     kubeoceaninformers.ClusterBindingInformer // virtual, this binding only
+	VirtualNodes corev1informers.NodeInformer              // this binding's virtual nodes
+	Policies     kubeoceaninformers.ResourceLeasingPolicyInformer
+	ManagedPods  corev1informers.PodInformer // physical, mount namespace, Kubeocean's
+
+	Recorder record.EventRecorder // virtual cluster
+	Metrics  *controller.Metrics
+}
+
+// Controller reconciles the binding's name.
+type Controller struct {
+	*controller.Controller[string]
+
+	opts         Options
+	bindings     kubeoceanlisters.ClusterBindingLister
+	virtualNodes corev1listers.NodeLister
+	policies     kubeoceanlisters.ResourceLeasingPolicyLister
+	managedPods  corev1listers.PodLister
+}
+
+// New builds the controller and registers its event handlers.
+func New(opts Options) (*Controller, error) {
+	c := &Controller{
+		opts:         opts,
+		bindings:     opts.Bindings.Lister(),
+		virtualNodes: opts.VirtualNodes.Lister(),
+		policies:     opts.Policies.Lister(),
+		managedPods:  opts.ManagedPods.Lister(),
+	}
+	c.Controller = controller.New(controller.Options[string]{
+		Name:      ControllerName,
+		Reconcile: c.sync,
+		Metrics:   opts.Metrics,
+		HasSynced: []cache.InformerSynced{
+			opts.Bindings.Informer().HasSynced, opts.VirtualNodes.Informer().HasSynced,
+			opts.Policies.Informer().HasSynced, opts.ManagedPods.Informer().HasSynced,
+		},
+	})
+	// Every event that can move unbinding forward wakes the one key.
+	wake := controller.Handler[metav1.Object, string]{
+		Enqueue: c.Enqueue,
+		Keys:    func(metav1.Object) []string { return []string{opts.BindingName} },
+	}
+	for _, informer := range []cache.SharedIndexInformer{
+		opts.Bindings.Informer(), opts.VirtualNodes.Informer(), opts.ManagedPods.Informer(),
+	} {
+		if _, err := informer.AddEventHandler(wake); err != nil {
+			return nil, fmt.Errorf("registering %s handler: %w", ControllerName, err)
+		}
+	}
+	return c, nil
+}

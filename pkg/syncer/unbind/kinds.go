@@ -1,0 +1,153 @@
+package unbind
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// kindOps lists and changes one kind of object, so the sweep treats every
+// kind alike.
+type kindOps struct {
+	kind string
+	list func(ctx context.Context, selector string) ([]metav1.Object, error)
+	// belongs, for physical kinds, tells this binding's objects from those
+	// of another binding sharing the physical cluster.
+	belongs func(obj metav1.Object) bool
+	delete  func(ctx context.Context, obj metav1.Object) error
+	patch   func(ctx context.Context, obj metav1.Object, data []byte) error
+}
+
+// objects turns a list's items into metadata accessors.
+func objects[T any, PT interface {
+	*T
+	metav1.Object
+}](items []T) []metav1.Object {
+	out := make([]metav1.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}
+
+func uidPrecondition(obj metav1.Object) metav1.DeleteOptions {
+	uid := obj.GetUID()
+	return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+}
+
+func byLabel(selector string) metav1.ListOptions { return metav1.ListOptions{LabelSelector: selector} }
+
+// physicalKinds: the copies the top-down side makes. Namespaced copies live
+// in the mount namespace; a PersistentVolume belongs to the binding whose
+// mount namespace holds its claim.
+func (c *Controller) physicalKinds() []kindOps {
+	core, ns := c.opts.PhysicalKube.CoreV1(), c.opts.MountNamespace
+	inMount := func(obj metav1.Object) bool { return obj.GetNamespace() == ns }
+	return []kindOps{
+		{kind: "ConfigMap", belongs: inMount,
+			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
+				l, err := core.ConfigMaps(ns).List(ctx, byLabel(s))
+				if err != nil {
+					return nil, err
+				}
+				return objects(l.Items), nil
+			},
+			delete: func(ctx context.Context, o metav1.Object) error {
+				return core.ConfigMaps(ns).Delete(ctx, o.GetName(), uidPrecondition(o))
+			}},
+		{kind: "Secret", belongs: inMount,
+			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
+				l, err := core.Secrets(ns).List(ctx, byLabel(s))
+				if err != nil {
+					return nil, err
+				}
+				return objects(l.Items), nil
+			},
+			delete: func(ctx context.Context, o metav1.Object) error {
+				return core.Secrets(ns).Delete(ctx, o.GetName(), uidPrecondition(o))
+			}},
+		{kind: "PersistentVolumeClaim", belongs: inMount,
+			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
+				l, err := core.PersistentVolumeClaims(ns).List(ctx, byLabel(s))
+				if err != nil {
+					return nil, err
+				}
+				return objects(l.Items), nil
+			},
+			delete: func(ctx context.Context, o metav1.Object) error {
+				return core.PersistentVolumeClaims(ns).Delete(ctx, o.GetName(), uidPrecondition(o))
+			}},
+		{kind: "PersistentVolume",
+			belongs: func(o metav1.Object) bool {
+				pv, ok := o.(*corev1.PersistentVolume)
+				return ok && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns
+			},
+			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
+				l, err := core.PersistentVolumes().List(ctx, byLabel(s))
+				if err != nil {
+					return nil, err
+				}
+				return objects(l.Items), nil
+			},
+			delete: func(ctx context.Context, o metav1.Object) error {
+				return core.PersistentVolumes().Delete(ctx, o.GetName(), uidPrecondition(o))
+			}},
+	}
+}
+
+// virtualKinds: the objects the top-down side marks when it copies them.
+func (c *Controller) virtualKinds() []kindOps {
+	core := c.opts.VirtualKube.CoreV1()
+	return []kindOps{
+		{kind: "ConfigMap",
+			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
+				l, err := core.ConfigMaps("").List(ctx, byLabel(s))
+				if err != nil {
+					return nil, err
+				}
+				return objects(l.Items), nil
+			},
+			patch: func(ctx context.Context, o metav1.Object, data []byte) error {
+				_, err := core.ConfigMaps(o.GetNamespace()).Patch(ctx, o.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
+				return err
+			}},
+		{kind: "Secret",
+			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
+				l, err := core.Secrets("").List(ctx, byLabel(s))
+				if err != nil {
+					return nil, err
+				}
+				return objects(l.Items), nil
+			},
+			patch: func(ctx context.Context, o metav1.Object, data []byte) error {
+				_, err := core.Secrets(o.GetNamespace()).Patch(ctx, o.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
+				return err
+			}},
+		{kind: "PersistentVolumeClaim",
+			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
+				l, err := core.PersistentVolumeClaims("").List(ctx, byLabel(s))
+				if err != nil {
+					return nil, err
+				}
+				return objects(l.Items), nil
+			},
+			patch: func(ctx context.Context, o metav1.Object, data []byte) error {
+				_, err := core.PersistentVolumeClaims(o.GetNamespace()).Patch(ctx, o.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
+				return err
+			}},
+		{kind: "PersistentVolume",
+			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
+				l, err := core.PersistentVolumes().List(ctx, byLabel(s))
+				if err != nil {
+					return nil, err
+				}
+				return objects(l.Items), nil
+			},
+			patch: func(ctx context.Context, o metav1.Object, data []byte) error {
+				_, err := core.PersistentVolumes().Patch(ctx, o.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
+				return err
+			}},
+	}
+}

@@ -1,0 +1,90 @@
+package unbind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// sweep removes what the binding left behind once its pods and nodes are
+// gone: the physical copies of ConfigMaps, Secrets, PVCs and PVs it made,
+// and its marks (finalizer, labels, annotations) on the virtual objects
+// they were copied from, so those look as they did before the binding.
+func (c *Controller) sweep(ctx context.Context) error {
+	var errs []error
+	managed := kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean
+	for _, ops := range c.physicalKinds() {
+		objs, err := ops.list(ctx, managed)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, obj := range objs {
+			if !ops.belongs(obj) {
+				continue
+			}
+			if err := ops.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+				continue
+			}
+			klog.FromContext(ctx).V(2).Info("Deleted leftover physical object", "kind", ops.kind, "object", klog.KObj(obj))
+		}
+	}
+	synced := kubeoceanv1alpha1.SyncedByLabel(c.opts.ClusterID)
+	for _, ops := range c.virtualKinds() {
+		objs, err := ops.list(ctx, synced)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, obj := range objs {
+			if err := c.unmark(ctx, ops, obj); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmark removes the binding's finalizer, synced-by label and mapping
+// annotations from a virtual object, and the managed-by label when no other
+// binding still syncs it.
+func (c *Controller) unmark(ctx context.Context, ops kindOps, obj metav1.Object) error {
+	labels := map[string]any{kubeoceanv1alpha1.SyncedByLabel(c.opts.ClusterID): nil}
+	others := false
+	for k := range obj.GetLabels() {
+		if strings.HasPrefix(k, kubeoceanv1alpha1.LabelSyncedByPrefix) && k != kubeoceanv1alpha1.SyncedByLabel(c.opts.ClusterID) {
+			others = true
+		}
+	}
+	if !others {
+		labels[kubeoceanv1alpha1.LabelManagedBy] = nil
+		labels[kubeoceanv1alpha1.LabelUsedByPV] = nil
+	}
+	finalizer := kubeoceanv1alpha1.Finalizer(c.opts.ClusterID)
+	finalizers := slices.DeleteFunc(slices.Clone(obj.GetFinalizers()), func(f string) bool { return f == finalizer })
+	if finalizers == nil {
+		finalizers = []string{}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": obj.GetResourceVersion(),
+		"finalizers":      finalizers,
+		"labels":          labels,
+		"annotations": map[string]any{
+			kubeoceanv1alpha1.AnnotationPhysicalName:      nil,
+			kubeoceanv1alpha1.AnnotationPhysicalNamespace: nil,
+		},
+	}})
+	if err != nil {
+		return err
+	}
+	return ops.patch(ctx, obj, patch)
+}
