@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,9 +42,11 @@ type Options[K comparable] struct {
 type Controller[K comparable] struct {
 	name      string
 	reconcile ReconcileFunc[K]
-	hasSynced []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[K]
 	metrics   *reconcileMetrics
+
+	mu        sync.Mutex
+	hasSynced []cache.InformerSynced
 }
 
 // DefaultRateLimiter backs off a failing key exponentially from 5 ms to
@@ -81,6 +84,21 @@ func New[K comparable](opts Options[K]) *Controller[K] {
 // Name is the controller's name.
 func (c *Controller[K]) Name() string { return c.name }
 
+// Watch registers handler on informer, and makes Run wait until the handler
+// has seen the informer's initial list, not only until the cache is filled:
+// a controller that decides from "nothing references this" must not run on
+// a cache whose handlers have not caught up. Call it before Run.
+func (c *Controller[K]) Watch(informer cache.SharedIndexInformer, handler cache.ResourceEventHandler) error {
+	registration, err := informer.AddEventHandler(handler)
+	if err != nil {
+		return fmt.Errorf("controller %s: registering an event handler: %w", c.name, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hasSynced = append(c.hasSynced, registration.HasSynced)
+	return nil
+}
+
 // Enqueue adds key for an immediate reconcile.
 func (c *Controller[K]) Enqueue(key K) { c.queue.Add(key) }
 
@@ -99,7 +117,10 @@ func (c *Controller[K]) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 
 	logger.Info("Waiting for caches to sync")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.hasSynced...) {
+	c.mu.Lock()
+	hasSynced := slices.Clone(c.hasSynced)
+	c.mu.Unlock()
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, hasSynced...) {
 		c.queue.ShutDown()
 		return fmt.Errorf("controller %s: caches did not sync before shutdown", c.name)
 	}

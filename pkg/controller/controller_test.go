@@ -10,8 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -243,4 +246,22 @@ func TestTerminal(t *testing.T) {
 	if !IsTerminal(wrapped) {
 		t.Fatal("a wrapped terminal error must stay terminal")
 	}
+}
+
+func TestWatchWaitsForTheHandler(t *testing.T) {
+	source := fcache.NewFakeControllerSource()
+	source.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
+	informer := cache.NewSharedIndexInformer(source, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	rec := newRecorder(func(string, int) (Result, error) { return Result{}, nil })
+	c := New(Options[string]{Name: "watch", Reconcile: rec.reconcile})
+	err := c.Watch(informer, Handler[*corev1.ConfigMap, string]{Enqueue: c.Enqueue,
+		Keys: func(cm *corev1.ConfigMap) []string { return []string{cm.Name} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start(t, c, 1)
+	go informer.RunWithContext(ctx)
+	eventually(t, "the object from the initial list is reconciled", func() bool { return rec.count("a") == 1 })
 }

@@ -4,11 +4,8 @@
 package integration
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -17,19 +14,6 @@ import (
 var virtualCluster, physicalCluster *controlplane.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	defer controlplane.StopAll()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-
-	var err error
-	virtualCluster, physicalCluster, err = testenv.StartVirtualAndPhysical(ctx, controlplane.Options{}, controlplane.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testenv.Main(m, controlplane.Options{}, controlplane.Options{},
+		func(v, p *controlplane.Cluster) { virtualCluster, physicalCluster = v, p }))
 }

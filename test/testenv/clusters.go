@@ -3,6 +3,9 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"os"
+	"testing"
+	"time"
 
 	"github.com/kubeocean/kubeocean/test/controlplane"
 )
@@ -22,4 +25,20 @@ func StartVirtualAndPhysical(ctx context.Context, virtual, physical controlplane
 		}
 	}
 	return clusters[0], clusters[1], nil
+}
+
+// Main is the TestMain of a package whose tests share a virtual and a
+// physical cluster: it starts them, hands them to ready, runs the tests and
+// stops the clusters. Use it as os.Exit(testenv.Main(m, ...)).
+func Main(m *testing.M, virtual, physical controlplane.Options, ready func(virtual, physical *controlplane.Cluster)) int {
+	defer controlplane.StopAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	v, p, err := StartVirtualAndPhysical(ctx, virtual, physical)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ready(v, p)
+	return m.Run()
 }

@@ -6,11 +6,8 @@
 package topdown
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -19,19 +16,6 @@ import (
 var virtualCluster, physicalCluster *controlplane.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	defer controlplane.StopAll()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var err error
-	virtualCluster, physicalCluster, err = testenv.StartVirtualAndPhysical(ctx,
-		controlplane.Options{ControllerManager: true, Scheduler: true}, controlplane.Options{Kwok: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testenv.Main(m, controlplane.Options{ControllerManager: true, Scheduler: true}, controlplane.Options{Kwok: true},
+		func(v, p *controlplane.Cluster) { virtualCluster, physicalCluster = v, p }))
 }

@@ -9,7 +9,6 @@
 package unbind
 
 import (
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
@@ -82,8 +81,8 @@ func New(opts Options) (*Controller, error) {
 	for _, informer := range []cache.SharedIndexInformer{
 		opts.Bindings.Informer(), opts.VirtualNodes.Informer(), opts.ManagedPods.Informer(),
 	} {
-		if _, err := informer.AddEventHandler(wake); err != nil {
-			return nil, fmt.Errorf("registering %s handler: %w", ControllerName, err)
+		if err := c.Watch(informer, wake); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil

@@ -84,20 +84,11 @@ func New(opts Options) (*Controller, error) {
 		recorder:         opts.Recorder,
 	}
 
-	// Registration HasSynced also waits until the handlers have seen the
-	// initial lists. The funcs are assigned below, before Run can call them.
-	synced := make([]cache.InformerSynced, 3)
 	c.Controller = controller.New(controller.Options[string]{
 		Name:      ControllerName,
 		Reconcile: c.reconcile,
-		HasSynced: []cache.InformerSynced{
-			func() bool { return synced[0]() },
-			func() bool { return synced[1]() },
-			func() bool { return synced[2]() },
-		},
-		Metrics: opts.Metrics,
+		Metrics:   opts.Metrics,
 	})
-
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
@@ -106,12 +97,10 @@ func New(opts Options) (*Controller, error) {
 		{opts.VirtualCSINodes.Informer(), c.virtualCSINodeHandler()},
 		{opts.VirtualNodes.Informer(), c.virtualNodeHandler()},
 	}
-	for i, h := range handlers {
-		registration, err := h.informer.AddEventHandler(h.handler)
-		if err != nil {
-			return nil, fmt.Errorf("registering event handler %d: %w", i, err)
+	for _, h := range handlers {
+		if err := c.Watch(h.informer, h.handler); err != nil {
+			return nil, err
 		}
-		synced[i] = registration.HasSynced
 	}
 	return c, nil
 }

@@ -6,7 +6,6 @@
 package node
 
 import (
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -177,8 +176,8 @@ func (c *Controller) registerHandlers(opts Options) error {
 		}},
 	}
 	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
-			return fmt.Errorf("registering %s handler: %w", ControllerName, err)
+		if err := c.Watch(h.informer, h.handler); err != nil {
+			return err
 		}
 	}
 	return nil

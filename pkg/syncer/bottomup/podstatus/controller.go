@@ -93,21 +93,21 @@ func New(opts Options) (*Controller, error) {
 		Metrics:   opts.Metrics,
 	})
 
-	if _, err := opts.PhysicalPods.Informer().AddEventHandler(controller.Handler[*corev1.Pod, cache.ObjectName]{
+	if err := c.Watch(opts.PhysicalPods.Informer(), controller.Handler[*corev1.Pod, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    controller.ObjectKeys[*corev1.Pod],
 		Filter:  c.isManaged,
 	}); err != nil {
-		return nil, fmt.Errorf("registering physical pod handler: %w", err)
+		return nil, err
 	}
 	// Every change of a mapped virtual pod re-checks its physical pod: a
 	// deletion or a new UID may end the mapping, and a status written by
 	// someone else is put back in line with the physical pod.
-	if _, err := opts.VirtualPods.Informer().AddEventHandler(controller.Handler[*corev1.Pod, cache.ObjectName]{
+	if err := c.Watch(opts.VirtualPods.Informer(), controller.Handler[*corev1.Pod, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    c.physicalKeys,
 	}); err != nil {
-		return nil, fmt.Errorf("registering virtual pod handler: %w", err)
+		return nil, err
 	}
 	return c, nil
 }

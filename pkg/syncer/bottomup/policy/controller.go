@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -86,35 +85,18 @@ func New(opts Options) (*Controller, error) {
 		clock:       opts.Clock,
 	}
 
-	// The registrations' HasSynced also wait until the handlers have seen
-	// the initial lists, not only until the caches are filled. They are
-	// assigned below, before New returns and so before Run can call them.
-	var policiesSynced, nodesSynced cache.InformerSynced
-	// The queue exists before the handlers are registered: an informer that
-	// is already running delivers events at once.
 	c.Controller = controller.New(controller.Options[string]{
 		Name:      ControllerName,
 		Reconcile: c.reconcile,
-		HasSynced: []cache.InformerSynced{
-			func() bool { return policiesSynced() },
-			func() bool { return nodesSynced() },
-		},
-		Metrics: opts.Metrics,
-		Clock:   opts.Clock,
+		Metrics:   opts.Metrics,
+		Clock:     opts.Clock,
 	})
-
-	policyRegistration, err := opts.Policies.Informer().AddEventHandler(policyHandler(opts.BindingName, c.Enqueue))
-	if err != nil {
-		return nil, fmt.Errorf("registering the policy handler: %w", err)
+	if err := c.Watch(opts.Policies.Informer(), policyHandler(opts.BindingName, c.Enqueue)); err != nil {
+		return nil, err
 	}
-	nodeRegistration, err := opts.VirtualNodes.Informer().AddEventHandler(virtualNodeHandler(opts.BindingName, c.Enqueue))
-	if err != nil {
-		// The informer is shared: leave no handler of a controller that
-		// will never run.
-		_ = opts.Policies.Informer().RemoveEventHandler(policyRegistration)
-		return nil, fmt.Errorf("registering the virtual node handler: %w", err)
+	if err := c.Watch(opts.VirtualNodes.Informer(), virtualNodeHandler(opts.BindingName, c.Enqueue)); err != nil {
+		return nil, err
 	}
-	policiesSynced, nodesSynced = policyRegistration.HasSynced, nodeRegistration.HasSynced
 	return c, nil
 }
 
