@@ -22,13 +22,16 @@ func main() {
 	// Lease renewals alone are one write per virtual node every 10 s; leave
 	// room for them and for pod traffic at a thousand nodes.
 	opts.KubeAPIQPS, opts.KubeAPIBurst = 300, 600
-	syncerOpts := syncer.Options{Workers: 4, PhysicalQPS: 100, PhysicalBurst: 200}
+	syncerOpts := syncer.Options{Workers: 4, PodWorkers: 16, PhysicalQPS: 300, PhysicalBurst: 600}
 	fs := flag.CommandLine
 	klog.InitFlags(fs)
 	opts.AddFlags(fs)
 	fs.StringVar(&syncerOpts.BindingName, "cluster-binding", "", "Name of the ClusterBinding this syncer serves (required).")
 	fs.IntVar(&syncerOpts.Workers, "workers", syncerOpts.Workers, "Concurrent reconciles per controller.")
-	fs.Func("physical-kube-api-qps", "Queries per second to the physical cluster's API server (default 100).", func(s string) error {
+	fs.IntVar(&syncerOpts.PodWorkers, "pod-workers", syncerOpts.PodWorkers, "Concurrent reconciles of the virtual pod controller.")
+	fs.StringVar(&syncerOpts.VirtualAPIServer, "virtual-apiserver-address", "",
+		"host:port at which pods in the physical cluster reach the virtual API server; sets their KUBERNETES_SERVICE_HOST/PORT.")
+	fs.Func("physical-kube-api-qps", "Queries per second to the physical cluster's API server (default 300).", func(s string) error {
 		_, err := fmt.Sscan(s, &syncerOpts.PhysicalQPS)
 		return err
 	})

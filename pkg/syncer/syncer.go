@@ -36,8 +36,13 @@ const syncCheckTimeout = time.Second
 type Options struct {
 	// BindingName is the ClusterBinding this syncer serves.
 	BindingName string
-	// Workers per controller.
-	Workers int
+	// Workers per controller; PodWorkers for the virtual pod controller,
+	// where most of the work is.
+	Workers, PodWorkers int
+	// VirtualAPIServer is the host:port at which pods in the physical
+	// cluster reach the virtual API server ("" leaves their
+	// KUBERNETES_SERVICE_* as the physical cluster sets them).
+	VirtualAPIServer string
 	// PhysicalQPS and PhysicalBurst limit requests to the physical cluster.
 	PhysicalQPS   float32
 	PhysicalBurst int
@@ -79,6 +84,12 @@ type syncerEnv struct {
 }
 
 func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = 1
+	}
+	if opts.PodWorkers <= 0 {
+		opts.PodWorkers = opts.Workers
+	}
 	logger := klog.FromContext(ctx).WithValues("clusterBinding", opts.BindingName)
 	ctx = klog.NewContext(ctx, logger)
 
@@ -104,6 +115,11 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		physicalRecorder:  recorder,
 	}
 	runnables, err := bottomUpControllers(env)
+	if err == nil {
+		var topDown []app.Runnable
+		topDown, err = topDownControllers(env)
+		runnables = append(runnables, topDown...)
+	}
 	if err != nil {
 		stopRecorder()
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -22,12 +23,12 @@ func TestSyncerBottomUp(t *testing.T) {
 	ctx := t.Context()
 	suite := map[string]string{"suite": "flow", "pool": "idle"}
 	for _, name := range []string{"flow-a", "flow-b"} {
-		if _, err := w.physical.CoreV1().Nodes().Create(ctx, testenv.KwokNode(name, "8", "16Gi", suite), metav1.CreateOptions{}); err != nil {
+		if _, err := w.Physical.CoreV1().Nodes().Create(ctx, testenv.KwokNode(name, "8", "16Gi", suite), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A node of another binding's selection never gets a twin here.
-	if _, err := w.physical.CoreV1().Nodes().Create(ctx, testenv.KwokNode("flow-other", "8", "16Gi", map[string]string{"pool": "idle"}), metav1.CreateOptions{}); err != nil {
+	if _, err := w.Physical.CoreV1().Nodes().Create(ctx, testenv.KwokNode("flow-other", "8", "16Gi", map[string]string{"pool": "idle"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	policy := &kubeoceanv1alpha1.ResourceLeasingPolicy{
@@ -39,14 +40,14 @@ func TestSyncerBottomUp(t *testing.T) {
 			ResourceLimits: []kubeoceanv1alpha1.ResourceLimit{{Resource: corev1.ResourceCPU, Percent: ptr.To[int32](50)}},
 		},
 	}
-	if _, err := w.physOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+	if _, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("virtual nodes appear Ready with the computed capacity", func(t *testing.T) {
 		for _, name := range []string{"flow-a", "flow-b"} {
-			waitFor(t, 60*time.Second, w.vnode(name)+" is Ready", func(ctx context.Context) (bool, error) {
-				n, err := w.virtual.CoreV1().Nodes().Get(ctx, w.vnode(name), metav1.GetOptions{})
+			testenv.WaitFor(t, 60*time.Second, w.VirtualNode(name)+" is Ready", func(ctx context.Context) (bool, error) {
+				n, err := w.Virtual.CoreV1().Nodes().Get(ctx, w.VirtualNode(name), metav1.GetOptions{})
 				if err != nil {
 					return false, err
 				}
@@ -57,121 +58,94 @@ func TestSyncerBottomUp(t *testing.T) {
 				}
 				return false, fmt.Errorf("no Ready condition")
 			})
-			w.waitCPU(t, name, "4")
-			if w.taint(t, name, kubeoceanv1alpha1.TaintVirtualNode) == nil {
-				t.Errorf("%s has no default taint", w.vnode(name))
+			w.WaitCPU(t, name, "4")
+			if w.Taint(t, name, kubeoceanv1alpha1.TaintVirtualNode) == nil {
+				t.Errorf("%s has no default taint", w.VirtualNode(name))
 			}
 		}
-		if _, err := w.virtual.CoreV1().Nodes().Get(ctx, w.vnode("flow-other"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := w.Virtual.CoreV1().Nodes().Get(ctx, w.VirtualNode("flow-other"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("a node outside the binding's selector got a twin (err %v)", err)
 		}
 	})
 
 	t.Run("a foreign pod changes capacity", func(t *testing.T) {
-		createNamespace(t, w.physical, "flow-apps")
+		testenv.CreateNamespace(t, w.Physical, "flow-apps")
 		pod := testenv.KwokPod("flow-apps", "batch", "flow-a", "2", "1Gi", nil)
-		if _, err := w.physical.CoreV1().Pods("flow-apps").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if _, err := w.Physical.CoreV1().Pods("flow-apps").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		w.waitCPU(t, "flow-a", "3")
-		if err := w.physical.CoreV1().Pods("flow-apps").Delete(ctx, "batch", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		w.WaitCPU(t, "flow-a", "3")
+		if err := w.Physical.CoreV1().Pods("flow-apps").Delete(ctx, "batch", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
 		}
-		w.waitCPU(t, "flow-a", "4")
+		w.WaitCPU(t, "flow-a", "4")
 	})
 
 	t.Run("a policy change re-evaluates the nodes", func(t *testing.T) {
-		w.updatePolicy(t, "flow-half", func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
+		w.UpdatePolicy(t, "flow-half", func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
 			p.Spec.ResourceLimits[0].Percent = ptr.To[int32](25)
 		})
-		w.waitCPU(t, "flow-a", "2")
-		w.waitCPU(t, "flow-b", "2")
+		w.WaitCPU(t, "flow-a", "2")
+		w.WaitCPU(t, "flow-b", "2")
 	})
 
 	t.Run("outside the time windows the nodes are tainted", func(t *testing.T) {
 		now := time.Now().UTC()
 		closed := kubeoceanv1alpha1.TimeWindow{Start: now.Add(2 * time.Hour).Format("15:04"), End: now.Add(3 * time.Hour).Format("15:04")}
-		w.updatePolicy(t, "flow-half", func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
+		w.UpdatePolicy(t, "flow-half", func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
 			p.Spec.TimeWindows = []kubeoceanv1alpha1.TimeWindow{closed}
 			p.Spec.ForceReclaim = true
 		})
-		waitFor(t, 30*time.Second, "the out-of-window taint is NoExecute", func(context.Context) (bool, error) {
-			taint := w.taint(t, "flow-b", kubeoceanv1alpha1.TaintOutOfTimeWindows)
+		testenv.WaitFor(t, 30*time.Second, "the out-of-window taint is NoExecute", func(context.Context) (bool, error) {
+			taint := w.Taint(t, "flow-b", kubeoceanv1alpha1.TaintOutOfTimeWindows)
 			return taint != nil && taint.Effect == corev1.TaintEffectNoExecute, fmt.Errorf("taint %v", taint)
 		})
-		w.updatePolicy(t, "flow-half", func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) { p.Spec.TimeWindows = nil })
-		waitFor(t, 30*time.Second, "the out-of-window taint goes", func(context.Context) (bool, error) {
-			return w.taint(t, "flow-b", kubeoceanv1alpha1.TaintOutOfTimeWindows) == nil, nil
+		w.UpdatePolicy(t, "flow-half", func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) { p.Spec.TimeWindows = nil })
+		testenv.WaitFor(t, 30*time.Second, "the out-of-window taint goes", func(context.Context) (bool, error) {
+			return w.Taint(t, "flow-b", kubeoceanv1alpha1.TaintOutOfTimeWindows) == nil, nil
 		})
 	})
 
-	t.Run("status of a managed physical pod reaches its virtual pod", func(t *testing.T) {
-		createNamespace(t, w.virtual, "flow-workloads")
-		vpod, err := w.virtual.CoreV1().Pods("flow-workloads").Create(ctx, virtualPodOn("flow-workloads", "web", w.vnode("flow-a")), metav1.CreateOptions{})
+	t.Run("a pod on a virtual node runs in the physical cluster and its status comes back", func(t *testing.T) {
+		testenv.CreateNamespace(t, w.Virtual, "flow-workloads")
+		waitPodRunning(t, w, "flow-workloads", "web", w.VirtualNode("flow-a"))
+		physical, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName("flow-workloads", "web"), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		physicalName := "web-flow"
-		vpod.Annotations = map[string]string{
-			kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: w.mount,
-			kubeoceanv1alpha1.AnnotationPhysicalPodName:      physicalName,
-		}
-		if _, err := w.virtual.CoreV1().Pods("flow-workloads").Update(ctx, vpod, metav1.UpdateOptions{}); err != nil {
+		vpod, err := w.Virtual.CoreV1().Pods("flow-workloads").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		ppod := testenv.KwokPod(w.mount, physicalName, "flow-a", "1", "1Gi", map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean})
-		ppod.Annotations = map[string]string{
-			kubeoceanv1alpha1.AnnotationVirtualPodNamespace: "flow-workloads",
-			kubeoceanv1alpha1.AnnotationVirtualPodName:      "web",
-			kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(vpod.UID),
+		if vpod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] != string(physical.UID) || physical.Spec.NodeName != "flow-a" {
+			t.Fatalf("virtual pod annotations %v, physical pod on %q", vpod.Annotations, physical.Spec.NodeName)
 		}
-		if _, err := w.physical.CoreV1().Pods(w.mount).Create(ctx, ppod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, 60*time.Second, "the virtual pod reports Running with the physical UID", func(ctx context.Context) (bool, error) {
-			p, err := w.virtual.CoreV1().Pods("flow-workloads").Get(ctx, "web", metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			return p.Status.Phase == corev1.PodRunning && p.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] != "",
-				fmt.Errorf("phase %s, annotations %v", p.Status.Phase, p.Annotations)
-		})
 		// Kubeocean's own pod does not reduce what the node lends.
-		w.waitCPU(t, "flow-a", "2")
+		w.WaitCPU(t, "flow-a", "2")
 	})
 
 	t.Run("a node leaving the selector is drained and removed", func(t *testing.T) {
-		createNamespace(t, w.virtual, "flow-workloads")
-		if _, err := w.virtual.CoreV1().Pods("flow-workloads").Create(ctx, virtualPodOn("flow-workloads", "on-b", w.vnode("flow-b")), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		n, err := w.physical.CoreV1().Nodes().Get(ctx, "flow-b", metav1.GetOptions{})
+		waitPodRunning(t, w, "flow-workloads", "on-b", w.VirtualNode("flow-b"))
+		n, err := w.Physical.CoreV1().Nodes().Get(ctx, "flow-b", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		n.Labels["pool"] = "busy"
-		if _, err := w.physical.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		if _, err := w.Physical.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 30*time.Second, "the deletion taint", func(context.Context) (bool, error) {
-			return w.taint(t, "flow-b", kubeoceanv1alpha1.TaintVirtualNodeDeleting) != nil, nil
-		})
-		w.forceDeleteWhenTerminating(t, "flow-workloads", "on-b")
-		w.waitGone(t, "flow-b")
+		w.WaitNodeGone(t, "flow-b")
+		waitPodGone(t, w, "flow-workloads", "on-b")
 	})
 
 	t.Run("deleting the policy reclaims its nodes before it goes", func(t *testing.T) {
-		if err := w.physOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Delete(ctx, "flow-half", metav1.DeleteOptions{}); err != nil {
+		if err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Delete(ctx, "flow-half", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		p, err := w.physOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Get(ctx, "flow-half", metav1.GetOptions{})
-		if err == nil && p.DeletionTimestamp == nil {
-			t.Fatal("the policy has no deletion timestamp")
-		}
-		w.forceDeleteWhenTerminating(t, "flow-workloads", "web")
-		w.waitGone(t, "flow-a")
-		waitFor(t, 30*time.Second, "the policy is gone", func(ctx context.Context) (bool, error) {
-			_, err := w.physOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Get(ctx, "flow-half", metav1.GetOptions{})
+		w.WaitNodeGone(t, "flow-a")
+		waitPodGone(t, w, "flow-workloads", "web")
+		testenv.WaitFor(t, 30*time.Second, "the policy is gone", func(ctx context.Context) (bool, error) {
+			_, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Get(ctx, "flow-half", metav1.GetOptions{})
 			return apierrors.IsNotFound(err), err
 		})
 	})

@@ -1,0 +1,152 @@
+// Package configmap is the top-down syncer's ConfigMap controller (spec
+// §4). For every virtual ConfigMap marked for this binding it keeps the
+// physical copy in step with the virtual object (restoring it when someone
+// deletes or edits it), deletes the copy and then drops the finalizer when
+// the virtual ConfigMap is deleted, and releases the copy once no pod of
+// the binding refers to the ConfigMap any more. Copies are first made by
+// the pod controller through package dependents.
+package configmap
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
+)
+
+// Name names the controller, its queue and its metrics.
+const Name = "topdown-configmap"
+
+// Options are the dependencies of the controller. All but GracePeriod,
+// Metrics and Clock are required.
+type Options struct {
+	// ClusterID and MountNamespace are the binding's.
+	ClusterID, MountNamespace string
+	// Syncer makes and removes the copies.
+	Syncer *dependents.Syncer
+	// VirtualConfigMaps are scoped to the label
+	// kubeocean.io/synced-by-<clusterID>: the objects marked for this
+	// binding.
+	VirtualConfigMaps corev1informers.ConfigMapInformer
+	// PhysicalConfigMaps are scoped to MountNamespace and the label
+	// kubeocean.io/managed-by=kubeocean: the copies.
+	PhysicalConfigMaps corev1informers.ConfigMapInformer
+	// VirtualPods are all virtual pods the binding may run; the references
+	// index is added to the informer unless it has it.
+	VirtualPods corev1informers.PodInformer
+	// VirtualNodes are the binding's virtual nodes, which tell its pods.
+	VirtualNodes corev1informers.NodeInformer
+	// GracePeriod is how long a copy stays after the last pod using it
+	// went; 0 means dependents.DefaultGracePeriod.
+	GracePeriod time.Duration
+	// Metrics receives reconcile and queue metrics; nil records none.
+	Metrics *controller.Metrics
+	// Clock times the grace period; default the real clock.
+	Clock clock.PassiveClock
+}
+
+// Controller reconciles virtual ConfigMaps, keyed by namespace/name.
+type Controller struct {
+	*controller.Controller[cache.ObjectName]
+
+	configMaps corev1listers.ConfigMapLister
+	lifecycle  *dependents.Lifecycle
+}
+
+// New builds the controller and registers its event handlers; it starts
+// nothing.
+func New(opts Options) (*Controller, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	pods, err := dependents.NewPodReferences(opts.ClusterID, opts.MountNamespace, opts.VirtualPods, opts.VirtualNodes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.GracePeriod == 0 {
+		opts.GracePeriod = dependents.DefaultGracePeriod
+	}
+	s := opts.Syncer
+	c := &Controller{
+		configMaps: opts.VirtualConfigMaps.Lister(),
+		lifecycle: &dependents.Lifecycle{
+			Kind:   dependents.KindConfigMap,
+			Unused: dependents.NewUnusedTracker(opts.Clock, opts.GracePeriod),
+			InUse: func(key cache.ObjectName) (bool, error) {
+				return pods.InUse(references.KindConfigMap, key.Namespace, key.Name)
+			},
+			Ensure:       dependents.EnsureByKey(s.EnsureConfigMap),
+			Release:      dependents.ByKey(s.ReleaseConfigMap),
+			DeleteOrphan: dependents.ByKey(s.DeleteOrphanConfigMap),
+		},
+	}
+	c.Controller = controller.New(controller.Options[cache.ObjectName]{
+		Name:      Name,
+		Reconcile: c.reconcile,
+		// Copies are released and orphans deleted from what the caches
+		// say: never before they have synced.
+		HasSynced: append(pods.HasSynced(), opts.VirtualConfigMaps.Informer().HasSynced, opts.PhysicalConfigMaps.Informer().HasSynced),
+		Metrics:   opts.Metrics,
+	})
+	if err := c.addHandlers(opts); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return c, nil
+}
+
+func (c *Controller) addHandlers(opts Options) error {
+	if _, err := opts.VirtualConfigMaps.Informer().AddEventHandler(controller.Handler[*corev1.ConfigMap, cache.ObjectName]{
+		Enqueue: c.Enqueue,
+		Keys:    controller.ObjectKeys[*corev1.ConfigMap],
+	}); err != nil {
+		return fmt.Errorf("registering virtual ConfigMap handler: %w", err)
+	}
+	// A copy deleted or edited by someone maps back to its virtual object,
+	// which puts it right.
+	if _, err := opts.PhysicalConfigMaps.Informer().AddEventHandler(controller.Handler[*corev1.ConfigMap, cache.ObjectName]{
+		Enqueue: c.Enqueue,
+		Keys:    virtualKeys,
+	}); err != nil {
+		return fmt.Errorf("registering physical ConfigMap handler: %w", err)
+	}
+	if _, err := opts.VirtualPods.Informer().AddEventHandler(dependents.PodHandler(references.KindConfigMap, c.Enqueue)); err != nil {
+		return fmt.Errorf("registering virtual pod handler: %w", err)
+	}
+	return nil
+}
+
+func virtualKeys(physical *corev1.ConfigMap) []cache.ObjectName {
+	if key, ok := dependents.VirtualKeyOf(physical, true); ok {
+		return []cache.ObjectName{key}
+	}
+	return nil
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.ClusterID == "" || o.MountNamespace == "" {
+		errs = append(errs, errors.New("ClusterID and MountNamespace are required"))
+	}
+	if o.Syncer == nil {
+		errs = append(errs, errors.New("Syncer is required"))
+	}
+	if o.VirtualConfigMaps == nil || o.PhysicalConfigMaps == nil || o.VirtualPods == nil || o.VirtualNodes == nil {
+		errs = append(errs, errors.New("VirtualConfigMaps, PhysicalConfigMaps, VirtualPods and VirtualNodes informers are required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	return nil
+}

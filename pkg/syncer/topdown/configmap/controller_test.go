@@ -1,0 +1,199 @@
+package configmap
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents/dependentstest"
+)
+
+const (
+	ns    = dependentstest.Namespace
+	grace = time.Minute
+)
+
+var (
+	key          = cache.ObjectName{Namespace: ns, Name: "conf"}
+	physicalName = naming.PhysicalName(ns, "conf")
+)
+
+// fixture is the controller over a dependentstest.Env in which the pod
+// controller has copied the ConfigMap conf for the pod web.
+type fixture struct {
+	t   *testing.T
+	e   *dependentstest.Env
+	c   *Controller
+	pod *corev1.Pod
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	pod := dependentstest.Pod("web", []string{"conf"}, nil, nil)
+	e := dependentstest.New(t, []runtime.Object{dependentstest.ConfigMap("conf", map[string]string{"k": "v"}), pod}, nil)
+	v, p := e.VirtualInformers.Core().V1(), e.PhysicalInformers.Core().V1()
+	c, err := New(Options{
+		ClusterID: dependentstest.ClusterID, MountNamespace: dependentstest.MountNamespace, Syncer: e.Syncer,
+		VirtualConfigMaps: v.ConfigMaps(), PhysicalConfigMaps: p.ConfigMaps(),
+		VirtualPods: v.Pods(), VirtualNodes: v.Nodes(),
+		GracePeriod: grace, Clock: e.Clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Syncer.EnsureConfigMap(e.Context(), ns, "conf"); err != nil {
+		t.Fatal(err)
+	}
+	e.SyncCaches()
+	e.Writes()
+	return &fixture{t: t, e: e, c: c, pod: pod}
+}
+
+func (f *fixture) reconcile() controller.Result {
+	f.t.Helper()
+	result, err := f.c.reconcile(f.e.Context(), key)
+	if err != nil {
+		f.t.Fatalf("reconcile: %v", err)
+	}
+	return result
+}
+
+// expectNoSecondWrite syncs the caches and checks one more pass writes
+// nothing.
+func (f *fixture) expectNoSecondWrite() {
+	f.t.Helper()
+	f.e.SyncCaches()
+	f.reconcile()
+	f.e.ExpectWrites()
+}
+
+func (f *fixture) virtual() *corev1.ConfigMap {
+	f.t.Helper()
+	cm, err := f.e.Virtual.CoreV1().ConfigMaps(ns).Get(context.Background(), "conf", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cm
+}
+
+func (f *fixture) updateVirtual(change func(*corev1.ConfigMap)) {
+	f.t.Helper()
+	cm := f.virtual()
+	change(cm)
+	if _, err := f.e.Virtual.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.e.SyncCaches()
+	f.e.Writes()
+}
+
+func TestInSyncMakesNoWrite(t *testing.T) {
+	f := newFixture(t)
+	f.reconcile()
+	f.e.ExpectWrites()
+}
+
+func TestPropagatesContentChange(t *testing.T) {
+	f := newFixture(t)
+	f.updateVirtual(func(cm *corev1.ConfigMap) { cm.Data["k"] = "v2" })
+
+	f.reconcile()
+	f.e.ExpectWrites("physical update configmaps mount/" + physicalName)
+	copied, err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Get(context.Background(), physicalName, metav1.GetOptions{})
+	if err != nil || copied.Data["k"] != "v2" {
+		t.Fatalf("copy %v, %v; want k=v2", copied, err)
+	}
+	f.expectNoSecondWrite()
+}
+
+func TestDeletionDeletesCopyThenDropsFinalizer(t *testing.T) {
+	f := newFixture(t)
+	f.updateVirtual(func(cm *corev1.ConfigMap) {
+		cm.DeletionTimestamp = ptr.To(metav1.Now())
+		cm.Finalizers = append(cm.Finalizers, "someone.else/keep")
+	})
+
+	f.reconcile()
+	f.e.ExpectWrites("physical delete configmaps mount/"+physicalName, "virtual update configmaps app/conf")
+	if got := f.virtual().Finalizers; !slices.Equal(got, []string{"someone.else/keep"}) {
+		t.Errorf("finalizers %v, want only the other one", got)
+	}
+	f.expectNoSecondWrite()
+}
+
+func TestCollectsCopyWhenLastPodGoes(t *testing.T) {
+	f := newFixture(t)
+	f.e.DeletePod(f.pod)
+
+	// Within the grace period nothing happens.
+	if result := f.reconcile(); result.RequeueAfter != grace {
+		t.Errorf("result %+v, want a requeue after %v", result, grace)
+	}
+	f.e.ExpectWrites()
+
+	f.e.Clock.Step(grace)
+	f.reconcile()
+	f.e.ExpectWrites("physical delete configmaps mount/"+physicalName, "virtual update configmaps app/conf")
+	got := f.virtual()
+	if _, ok := got.Labels[kubeoceanv1alpha1.SyncedByLabel(dependentstest.ClusterID)]; ok || len(got.Finalizers) != 0 || len(got.Annotations) != 0 {
+		t.Errorf("virtual ConfigMap keeps marks: labels %v, annotations %v, finalizers %v", got.Labels, got.Annotations, got.Finalizers)
+	}
+	// Unmarked, it leaves the cache; a pass then finds nothing to do.
+	f.expectNoSecondWrite()
+}
+
+func TestFinishedPodWithoutTwinReleasesCopy(t *testing.T) {
+	f := newFixture(t)
+	finished := f.pod.DeepCopy()
+	finished.Status.Phase = corev1.PodSucceeded
+	f.e.AddPod(finished)
+	f.reconcile()
+	f.e.Clock.Step(grace)
+	f.reconcile()
+	f.e.ExpectWrites("physical delete configmaps mount/"+physicalName, "virtual update configmaps app/conf")
+}
+
+func TestRestoresDeletedCopy(t *testing.T) {
+	f := newFixture(t)
+	if err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Delete(context.Background(), physicalName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.e.SyncCaches()
+	f.e.Writes()
+
+	// The physical delete event maps back to the virtual ConfigMap.
+	var keys []cache.ObjectName
+	handler := controller.Handler[*corev1.ConfigMap, cache.ObjectName]{Enqueue: func(k cache.ObjectName) { keys = append(keys, k) }, Keys: virtualKeys}
+	handler.OnDelete(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: dependentstest.MountNamespace, Name: physicalName,
+		Annotations: map[string]string{kubeoceanv1alpha1.AnnotationVirtualName: "conf", kubeoceanv1alpha1.AnnotationVirtualNamespace: ns},
+	}})
+	if !slices.Equal(keys, []cache.ObjectName{key}) {
+		t.Errorf("physical event keys %v, want %v", keys, key)
+	}
+
+	f.reconcile()
+	f.e.ExpectWrites("physical create configmaps mount/" + physicalName)
+	f.expectNoSecondWrite()
+}
+
+func TestDeletesOrphanedCopy(t *testing.T) {
+	f := newFixture(t)
+	// Someone removed our finalizer and the object went.
+	if err := f.e.Virtual.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("configmaps"), ns, "conf"); err != nil {
+		t.Fatal(err)
+	}
+	f.e.SyncCaches()
+	f.reconcile()
+	f.e.ExpectWrites("physical delete configmaps mount/" + physicalName)
+}

@@ -1,0 +1,90 @@
+package dependents
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// Lifecycle is the reconcile the per-kind controllers share: it decides
+// whether a virtual object's copy is kept in step, released or deleted as
+// an orphan. The controllers supply the kind's calls. All fields are
+// required.
+type Lifecycle struct {
+	// Kind names the kind in logs.
+	Kind string
+	// Unused holds collection back for a grace period.
+	Unused *UnusedTracker
+	// InUse tells whether anything of the binding still uses the object.
+	InUse func(key cache.ObjectName) (bool, error)
+	// Ensure makes the copies the object needs exist and match.
+	Ensure func(ctx context.Context, key cache.ObjectName) error
+	// Release deletes the copies and then removes our marks.
+	Release func(ctx context.Context, key cache.ObjectName) error
+	// DeleteOrphan deletes a copy whose virtual object no longer holds it.
+	DeleteOrphan func(ctx context.Context, key cache.ObjectName) error
+}
+
+// Reconcile handles the virtual object key; virtual is its cached state,
+// nil when the cache of marked objects does not hold it.
+//
+//   - not cached: gone or not (or no longer) marked by us, so a copy left
+//     behind is an orphan;
+//   - being deleted: its copies go, then our finalizer;
+//   - in use: its copies are kept in step (restored if deleted);
+//   - unused for the grace period: released, so nothing piles up in the
+//     mount namespace and the object looks untouched.
+func (l *Lifecycle) Reconcile(ctx context.Context, key cache.ObjectName, virtual metav1.Object) (controller.Result, error) {
+	logger := klog.FromContext(ctx).WithValues("kind", l.Kind)
+	ctx = klog.NewContext(ctx, logger)
+	if virtual == nil {
+		l.Unused.Forget(key)
+		return controller.Result{}, l.DeleteOrphan(ctx, key)
+	}
+	if virtual.GetDeletionTimestamp() != nil {
+		l.Unused.Forget(key)
+		logger.V(2).Info("Virtual object is being deleted; deleting its physical copies")
+		return ResultOf(l.Release(ctx, key))
+	}
+	used, err := l.InUse(key)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if used {
+		l.Unused.Forget(key)
+		return ResultOf(l.Ensure(ctx, key))
+	}
+	if wait := l.Unused.Unused(key); wait > 0 {
+		return controller.RequeueAfter(wait), nil
+	}
+	l.Unused.Forget(key)
+	logger.V(2).Info("Nothing of the binding uses the object any more; releasing it")
+	if err := l.Release(ctx, key); err != nil {
+		return ResultOf(err)
+	}
+	// A pod may have been started with the object while it was released:
+	// the pod controller saw the copy and the marks still there. That pod
+	// is in the shared cache by now, so look once more and copy again.
+	if used, err := l.InUse(key); err != nil || !used {
+		return controller.Result{}, err
+	}
+	logger.V(2).Info("Object is used again; copying it back")
+	return ResultOf(l.Ensure(ctx, key))
+}
+
+// ByKey adapts a Release or DeleteOrphan call of the Syncer to a key.
+func ByKey(f func(ctx context.Context, namespace, name string) error) func(context.Context, cache.ObjectName) error {
+	return func(ctx context.Context, key cache.ObjectName) error { return f(ctx, key.Namespace, key.Name) }
+}
+
+// EnsureByKey adapts an Ensure call of the Syncer to a key.
+func EnsureByKey(f func(ctx context.Context, namespace, name string) (string, error)) func(context.Context, cache.ObjectName) error {
+	return func(ctx context.Context, key cache.ObjectName) error {
+		_, err := f(ctx, key.Namespace, key.Name)
+		return err
+	}
+}

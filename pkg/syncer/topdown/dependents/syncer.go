@@ -1,0 +1,274 @@
+// Package dependents copies the objects a virtual pod depends on —
+// ConfigMaps, Secrets, PersistentVolumeClaims and their PersistentVolumes —
+// into the physical cluster, keeps the copies in step and removes them.
+// The virtual pod controller calls Ensure* before it creates a physical
+// pod; the per-kind controllers (configmap, secret, pvc, pv) call it again
+// on every change and call Release* when an object is deleted or no pod of
+// the binding uses it any more.
+//
+// Mapping (spec §5.1): a copy of namespace/name lives in the binding's
+// mount namespace as naming.PhysicalName(namespace, name), labelled like
+// the virtual object plus kubeocean.io/managed-by=kubeocean and annotated
+// with kubeocean.io/virtual-name and -namespace. PVs are cluster-scoped and
+// named PhysicalPVName(name). A CSI node-publish Secret keeps its name and
+// namespace, since the PV names it there. The virtual object is marked
+// first — label kubeocean.io/synced-by-<clusterID>, managed-by, the
+// physical-name/-namespace annotations and the finalizer
+// kubeocean.io/finalizer-<clusterID> — and only then is the copy created,
+// so a crash never leaves a copy nothing will clean up.
+//
+// Ownership: a physical object at the mapped name is ours when its
+// virtual-name/-namespace annotations name the virtual object; it is then
+// adopted (labels and content put right) even if it lost its managed-by
+// label. Any other object there is never overwritten: the call fails with
+// a ConflictError and a Warning event on the virtual object.
+package dependents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/naming"
+)
+
+// Options are the dependencies of a Syncer; all are required.
+type Options struct {
+	// ClusterID names the binding in marks and finalizers.
+	ClusterID string
+	// MountNamespace is the physical namespace copies live in.
+	MountNamespace string
+	// VirtualClient marks and unmarks virtual objects; only CoreV1 is used.
+	VirtualClient kubernetes.Interface
+	// PhysicalClient writes the copies; only CoreV1 is used.
+	PhysicalClient kubernetes.Interface
+
+	// The virtual listers hold the objects marked for this binding (label
+	// kubeocean.io/synced-by-<clusterID>); an object not there yet is read
+	// live.
+	VirtualConfigMaps corev1listers.ConfigMapLister
+	VirtualSecrets    corev1listers.SecretLister
+	VirtualPVCs       corev1listers.PersistentVolumeClaimLister
+	VirtualPVs        corev1listers.PersistentVolumeLister
+
+	// The physical listers hold the copies: the mount namespace and label
+	// kubeocean.io/managed-by=kubeocean (PVs: the label only).
+	PhysicalConfigMaps corev1listers.ConfigMapLister
+	PhysicalSecrets    corev1listers.SecretLister
+	PhysicalPVCs       corev1listers.PersistentVolumeClaimLister
+	PhysicalPVs        corev1listers.PersistentVolumeLister
+
+	// Recorder records events on virtual objects, so it must write to the
+	// virtual cluster.
+	Recorder record.EventRecorder
+}
+
+// Syncer copies dependent objects of one binding. It is safe for
+// concurrent use: every write is guarded by a resourceVersion or a UID
+// precondition, and a lost race is resolved from a live read.
+type Syncer struct {
+	clusterID      string
+	mountNamespace string
+	recorder       record.EventRecorder
+
+	configMaps *kind[*corev1.ConfigMap]
+	secrets    *kind[*corev1.Secret]
+	// csiSecrets are the same virtual Secrets copied for a PV, under their
+	// own name and namespace, which no physical informer watches.
+	csiSecrets *kind[*corev1.Secret]
+	pvcs       *kind[*corev1.PersistentVolumeClaim]
+	pvs        *kind[*corev1.PersistentVolume]
+}
+
+// New builds a Syncer.
+func New(opts Options) (*Syncer, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	v, p := opts.VirtualClient.CoreV1(), opts.PhysicalClient.CoreV1()
+	virtualSecrets := side[*corev1.Secret]{
+		cache:  func(ns string) getter[*corev1.Secret] { return opts.VirtualSecrets.Secrets(ns) },
+		client: func(ns string) client[*corev1.Secret] { return v.Secrets(ns) },
+	}
+	physicalSecrets := func(ns string) client[*corev1.Secret] { return p.Secrets(ns) }
+	return &Syncer{
+		clusterID: opts.ClusterID, mountNamespace: opts.MountNamespace, recorder: opts.Recorder,
+		configMaps: configMapKind(opts, v, p),
+		secrets: &kind[*corev1.Secret]{
+			name: KindSecret, content: secretContent, virtual: virtualSecrets,
+			physical: side[*corev1.Secret]{
+				cache:  func(ns string) getter[*corev1.Secret] { return opts.PhysicalSecrets.Secrets(ns) },
+				client: physicalSecrets,
+			},
+		},
+		csiSecrets: &kind[*corev1.Secret]{
+			name: KindSecret, content: secretContent, virtual: virtualSecrets,
+			physical: side[*corev1.Secret]{client: physicalSecrets},
+		},
+		pvcs: pvcKind(opts, v, p),
+		pvs:  pvKind(opts, v, p),
+	}, nil
+}
+
+func configMapKind(opts Options, v, p corev1client.CoreV1Interface) *kind[*corev1.ConfigMap] {
+	return &kind[*corev1.ConfigMap]{
+		name: KindConfigMap, content: configMapContent,
+		virtual: side[*corev1.ConfigMap]{
+			cache:  func(ns string) getter[*corev1.ConfigMap] { return opts.VirtualConfigMaps.ConfigMaps(ns) },
+			client: func(ns string) client[*corev1.ConfigMap] { return v.ConfigMaps(ns) },
+		},
+		physical: side[*corev1.ConfigMap]{
+			cache:  func(ns string) getter[*corev1.ConfigMap] { return opts.PhysicalConfigMaps.ConfigMaps(ns) },
+			client: func(ns string) client[*corev1.ConfigMap] { return p.ConfigMaps(ns) },
+		},
+	}
+}
+
+func pvcKind(opts Options, v, p corev1client.CoreV1Interface) *kind[*corev1.PersistentVolumeClaim] {
+	type pvc = *corev1.PersistentVolumeClaim
+	return &kind[pvc]{
+		name: KindPVC, content: pvcContent,
+		virtual: side[pvc]{
+			cache:  func(ns string) getter[pvc] { return opts.VirtualPVCs.PersistentVolumeClaims(ns) },
+			client: func(ns string) client[pvc] { return v.PersistentVolumeClaims(ns) },
+		},
+		physical: side[pvc]{
+			cache:  func(ns string) getter[pvc] { return opts.PhysicalPVCs.PersistentVolumeClaims(ns) },
+			client: func(ns string) client[pvc] { return p.PersistentVolumeClaims(ns) },
+		},
+	}
+}
+
+// pvKind: PVs are cluster-scoped, so the namespace is ignored.
+func pvKind(opts Options, v, p corev1client.CoreV1Interface) *kind[*corev1.PersistentVolume] {
+	type pv = *corev1.PersistentVolume
+	return &kind[pv]{
+		name: KindPV, content: pvContent(opts.MountNamespace),
+		virtual: side[pv]{
+			cache:  func(string) getter[pv] { return opts.VirtualPVs },
+			client: func(string) client[pv] { return v.PersistentVolumes() },
+		},
+		physical: side[pv]{
+			cache:  func(string) getter[pv] { return opts.PhysicalPVs },
+			client: func(string) client[pv] { return p.PersistentVolumes() },
+		},
+	}
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.ClusterID == "" || o.MountNamespace == "" {
+		errs = append(errs, errors.New("ClusterID and MountNamespace are required"))
+	}
+	if o.VirtualClient == nil || o.PhysicalClient == nil {
+		errs = append(errs, errors.New("VirtualClient and PhysicalClient are required"))
+	}
+	if o.VirtualConfigMaps == nil || o.VirtualSecrets == nil || o.VirtualPVCs == nil || o.VirtualPVs == nil {
+		errs = append(errs, errors.New("the four virtual listers are required"))
+	}
+	if o.PhysicalConfigMaps == nil || o.PhysicalSecrets == nil || o.PhysicalPVCs == nil || o.PhysicalPVs == nil {
+		errs = append(errs, errors.New("the four physical listers are required"))
+	}
+	if o.Recorder == nil {
+		errs = append(errs, errors.New("Recorder is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dependents: %w", err)
+	}
+	return nil
+}
+
+// EnsureConfigMap makes the physical copy of the virtual ConfigMap
+// namespace/name exist and match, marking the virtual object first, and
+// returns the copy's name.
+func (s *Syncer) EnsureConfigMap(ctx context.Context, namespace, name string) (string, error) {
+	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	return at.name, ensure(ctx, s, s.configMaps, namespace, name, at, false)
+}
+
+// EnsureSecret makes the physical copy of the virtual Secret
+// namespace/name exist and match, marking the virtual object first, and
+// returns the copy's name. Service-account token Secrets are refused with
+// a NotReadyError (ReasonServiceAccountToken).
+func (s *Syncer) EnsureSecret(ctx context.Context, namespace, name string) (string, error) {
+	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	return at.name, ensure(ctx, s, s.secrets, namespace, name, at, false)
+}
+
+// EnsureCSISecret copies the virtual Secret namespace/name that a PV's CSI
+// driver gets on node publish, under the same name and namespace, and
+// labels the virtual Secret kubeocean.io/used-by-pv=true. The namespace
+// must exist in the physical cluster.
+func (s *Syncer) EnsureCSISecret(ctx context.Context, namespace, name string) error {
+	return ensure(ctx, s, s.csiSecrets, namespace, name, location{namespace: namespace, name: name}, true)
+}
+
+// ensure marks the virtual object and then makes its copy at at.
+func ensure[T object](ctx context.Context, s *Syncer, k *kind[T], namespace, name string, at location, usedByPV bool) error {
+	obj, err := virtualObject(ctx, k, namespace, name)
+	if err != nil {
+		return err
+	}
+	if obj, err = ensureMarked(ctx, s, k, obj, at, usedByPV); err != nil {
+		return err
+	}
+	return ensureCopy(ctx, s, k, obj, at)
+}
+
+// ReleaseConfigMap deletes the physical copy of the virtual ConfigMap
+// namespace/name and then removes our marks (finalizer included) from it.
+func (s *Syncer) ReleaseConfigMap(ctx context.Context, namespace, name string) error {
+	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	if err := deleteCopy(ctx, s, s.configMaps, namespace, name, at); err != nil {
+		return err
+	}
+	return unmarkVirtual(ctx, s, s.configMaps, namespace, name)
+}
+
+// ReleaseSecret deletes the physical copies of the virtual Secret
+// namespace/name (the pod copy, and the CSI copy if it is used by a PV)
+// and then removes our marks from it.
+func (s *Syncer) ReleaseSecret(ctx context.Context, namespace, name string) error {
+	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	if err := deleteCopy(ctx, s, s.secrets, namespace, name, at); err != nil {
+		return err
+	}
+	virtual, err := s.secrets.virtual.fresh(ctx, namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading virtual Secret %s/%s: %w", namespace, name, err)
+	}
+	// Only a Secret labelled used-by-pv can have a CSI copy; others cost no
+	// extra read of the physical cluster.
+	if virtual.Labels[kubeoceanv1alpha1.LabelUsedByPV] == markValue {
+		if err := deleteCopy(ctx, s, s.csiSecrets, namespace, name, location{namespace: namespace, name: name}); err != nil {
+			return err
+		}
+	}
+	return unmarkVirtual(ctx, s, s.secrets, namespace, name)
+}
+
+// DeleteOrphanConfigMap deletes the physical copy of the virtual ConfigMap
+// namespace/name if the virtual object is gone or no longer marked by us.
+func (s *Syncer) DeleteOrphanConfigMap(ctx context.Context, namespace, name string) error {
+	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	return deleteOrphan(ctx, s, s.configMaps, namespace, name, at)
+}
+
+// DeleteOrphanSecret deletes the physical copy (in the mount namespace) of
+// the virtual Secret namespace/name if the virtual object is gone or no
+// longer marked by us.
+func (s *Syncer) DeleteOrphanSecret(ctx context.Context, namespace, name string) error {
+	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	return deleteOrphan(ctx, s, s.secrets, namespace, name, at)
+}

@@ -1,0 +1,199 @@
+package dependents
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
+)
+
+// PodReferences tells whether pods of one binding still use an object, from
+// the virtual pod informer's references index.
+type PodReferences struct {
+	clusterID, mountNamespace string
+	pods                      cache.Indexer
+	nodes                     corev1listers.NodeLister
+	hasSynced                 []cache.InformerSynced
+}
+
+// NewPodReferences reads pods from pods (every virtual pod the binding may
+// run; the references index is added unless the informer has it) and tells
+// the binding's pods by nodes (the binding's virtual nodes: label
+// kubeocean.io/cluster-id=<clusterID>).
+func NewPodReferences(clusterID, mountNamespace string, pods corev1informers.PodInformer, nodes corev1informers.NodeInformer) (*PodReferences, error) {
+	if err := AddIndex(pods.Informer(), references.IndexName, references.IndexKeys); err != nil {
+		return nil, err
+	}
+	return &PodReferences{
+		clusterID: clusterID, mountNamespace: mountNamespace,
+		pods: pods.Informer().GetIndexer(), nodes: nodes.Lister(),
+		hasSynced: []cache.InformerSynced{pods.Informer().HasSynced, nodes.Informer().HasSynced},
+	}, nil
+}
+
+// AddIndex adds an index to an informer that does not have one of that
+// name yet; several controllers may share one informer and ask for the
+// same index. Call it before the informer starts.
+func AddIndex(informer cache.SharedIndexInformer, name string, keys cache.IndexFunc) error {
+	if _, ok := informer.GetIndexer().GetIndexers()[name]; ok {
+		return nil
+	}
+	if err := informer.AddIndexers(cache.Indexers{name: keys}); err != nil {
+		return fmt.Errorf("adding index %s: %w", name, err)
+	}
+	return nil
+}
+
+// HasSynced are the informers InUse reads.
+func (r *PodReferences) HasSynced() []cache.InformerSynced { return r.hasSynced }
+
+// InUse tells whether a pod of the binding that counts (see Counts) refers
+// to the object of kind (a references.Kind*) namespace/name.
+func (r *PodReferences) InUse(kind, namespace, name string) (bool, error) {
+	objs, err := r.pods.ByIndex(references.IndexName, references.IndexKey(kind, namespace, name))
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(objs, func(obj any) bool {
+		pod, ok := obj.(*corev1.Pod)
+		return ok && r.Counts(pod)
+	}), nil
+}
+
+// Counts tells whether pod keeps the copies of what it refers to: it is a
+// pod of this binding, and it is not finished or it has a physical twin
+// (named by the pod controller's mapping annotations), whose volumes must
+// not go while it may still run or be inspected. A pod being deleted
+// counts until it is gone.
+func (r *PodReferences) Counts(pod *corev1.Pod) bool {
+	twin := pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] != "" &&
+		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] == r.mountNamespace
+	if !twin && !r.onOurNode(pod) {
+		return false
+	}
+	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	return twin || !finished
+}
+
+func (r *PodReferences) onOurNode(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName == "" {
+		return false
+	}
+	node, err := r.nodes.Get(pod.Spec.NodeName)
+	return err == nil && node.Labels[kubeoceanv1alpha1.LabelClusterID] == r.clusterID
+}
+
+// PodHandler enqueues the objects of kind (a references.Kind*) that a pod
+// refers to, when the pod comes, goes, or changes in a way that may change
+// whether it counts.
+func PodHandler(kind string, enqueue func(cache.ObjectName)) controller.Handler[*corev1.Pod, cache.ObjectName] {
+	return controller.Handler[*corev1.Pod, cache.ObjectName]{
+		Enqueue: enqueue,
+		Keys:    func(pod *corev1.Pod) []cache.ObjectName { return referencedKeys(kind, pod) },
+		Changed: podChanged,
+	}
+}
+
+func referencedKeys(kind string, pod *corev1.Pod) []cache.ObjectName {
+	refs := references.Of(pod)
+	var names []string
+	switch kind {
+	case references.KindConfigMap:
+		names = refs.ConfigMaps
+	case references.KindSecret:
+		names = refs.Secrets
+	case references.KindPVC:
+		names = refs.PVCs
+	}
+	keys := make([]cache.ObjectName, 0, len(names))
+	for _, name := range names {
+		keys = append(keys, cache.ObjectName{Namespace: pod.Namespace, Name: name})
+	}
+	return keys
+}
+
+// podChanged drops the many pod updates (status, mostly) that cannot
+// change what a pod refers to or whether it counts.
+func podChanged(oldPod, newPod *corev1.Pod) bool {
+	finished := func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	}
+	mapping := func(p *corev1.Pod) [2]string {
+		return [2]string{p.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace], p.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]}
+	}
+	return oldPod.Spec.NodeName != newPod.Spec.NodeName || finished(oldPod) != finished(newPod) ||
+		mapping(oldPod) != mapping(newPod) ||
+		len(oldPod.Spec.EphemeralContainers) != len(newPod.Spec.EphemeralContainers)
+}
+
+// CSISecretIndexName is the name of the virtual PV informer index that
+// CSISecretIndexKeys feeds.
+const CSISecretIndexName = "kubeocean.io/csi-node-publish-secret"
+
+// CSISecretIndexKeys indexes PVs by the namespace/name of their CSI
+// node-publish Secret, so the Secret controller can ask which PVs use a
+// Secret.
+func CSISecretIndexKeys(obj any) ([]string, error) {
+	pv, ok := obj.(*corev1.PersistentVolume)
+	if !ok {
+		return nil, nil
+	}
+	if secret, ok := CSISecretOf(pv); ok {
+		return []string{secret.String()}, nil
+	}
+	return nil, nil
+}
+
+// DefaultGracePeriod is how long an object stays copied after the last pod
+// using it went: a rolling update replaces pods within it without deleting
+// and recreating the copies, and no pod cache lag can make a copy go under
+// a pod that is just being started.
+const DefaultGracePeriod = 30 * time.Second
+
+// UnusedTracker remembers since when objects have been unused, so a copy is
+// collected only after a grace period. It lives in memory: after a restart
+// the grace period starts again, which only delays collection.
+type UnusedTracker struct {
+	clock clock.PassiveClock
+	grace time.Duration
+
+	mu    sync.Mutex
+	since map[cache.ObjectName]time.Time
+}
+
+// NewUnusedTracker returns a tracker with the given grace period.
+func NewUnusedTracker(clock clock.PassiveClock, grace time.Duration) *UnusedTracker {
+	return &UnusedTracker{clock: clock, grace: grace, since: map[cache.ObjectName]time.Time{}}
+}
+
+// Unused records that key has no user and returns how much longer to wait
+// before collecting it; 0 means now.
+func (t *UnusedTracker) Unused(key cache.ObjectName) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock.Now()
+	since, ok := t.since[key]
+	if !ok {
+		since = now
+		t.since[key] = now
+	}
+	return max(0, since.Add(t.grace).Sub(now))
+}
+
+// Forget drops what is known about key: it is used again, gone or
+// collected.
+func (t *UnusedTracker) Forget(key cache.ObjectName) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.since, key)
+}

@@ -1,0 +1,235 @@
+package dependents
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
+)
+
+func TestPodReferencesCounts(t *testing.T) {
+	factory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
+	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
+	r, err := NewPodReferences(testCluster, "mount", pods, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "ours", Labels: map[string]string{kubeoceanv1alpha1.LabelClusterID: testCluster}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Labels: map[string]string{kubeoceanv1alpha1.LabelClusterID: "c2"}}},
+	} {
+		if err := nodes.Informer().GetIndexer().Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	twin := map[string]string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "mount", kubeoceanv1alpha1.AnnotationPhysicalPodName: "p-123"}
+	pod := func(node string, phase corev1.PodPhase, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "p", Annotations: annotations},
+			Spec:       corev1.PodSpec{NodeName: node},
+			Status:     corev1.PodStatus{Phase: phase},
+		}
+	}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"running on our node":                 {pod: pod("ours", corev1.PodRunning, nil), want: true},
+		"pending on our node":                 {pod: pod("ours", corev1.PodPending, nil), want: true},
+		"unscheduled":                         {pod: pod("", corev1.PodPending, nil)},
+		"another binding's node":              {pod: pod("theirs", corev1.PodRunning, nil)},
+		"unknown node":                        {pod: pod("gone", corev1.PodRunning, nil)},
+		"finished without a twin":             {pod: pod("ours", corev1.PodSucceeded, nil)},
+		"finished with a twin":                {pod: pod("ours", corev1.PodFailed, twin), want: true},
+		"node gone but twin in our namespace": {pod: pod("gone", corev1.PodRunning, twin), want: true},
+		"twin in another binding's namespace": {pod: pod("theirs", corev1.PodRunning, map[string]string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "other", kubeoceanv1alpha1.AnnotationPhysicalPodName: "p"})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := r.Counts(tc.pod); got != tc.want {
+				t.Errorf("Counts = %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	user := pod("ours", corev1.PodRunning, nil)
+	user.Spec.Volumes = []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}}}
+	if err := pods.Informer().GetIndexer().Add(user); err != nil {
+		t.Fatal(err)
+	}
+	if used, err := r.InUse(references.KindConfigMap, "app", "conf"); err != nil || !used {
+		t.Errorf("InUse(conf) = %v, %v; want true", used, err)
+	}
+	if used, err := r.InUse(references.KindConfigMap, "other", "conf"); err != nil || used {
+		t.Errorf("InUse(other/conf) = %v, %v; want false", used, err)
+	}
+	// A second user of the informer does not add the index twice.
+	if _, err := NewPodReferences(testCluster, "mount", pods, nodes); err != nil {
+		t.Errorf("second NewPodReferences: %v", err)
+	}
+}
+
+func TestPodHandlerKeys(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "p", ResourceVersion: "1"},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{
+				{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}},
+				{Name: "d", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+			},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
+		},
+	}
+	for kind, want := range map[string][]cache.ObjectName{
+		references.KindConfigMap: {{Namespace: "app", Name: "conf"}},
+		references.KindSecret:    {{Namespace: "app", Name: "registry"}},
+		references.KindPVC:       {{Namespace: "app", Name: "data"}},
+	} {
+		var got []cache.ObjectName
+		h := PodHandler(kind, func(key cache.ObjectName) { got = append(got, key) })
+		h.OnDelete(pod)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: keys %v, want %v", kind, got, want)
+		}
+
+		// A status update changes nothing that matters; a bind does.
+		got = nil
+		updated := pod.DeepCopy()
+		updated.ResourceVersion = "2"
+		updated.Status.Phase = corev1.PodRunning
+		h.OnUpdate(pod, updated)
+		if len(got) != 0 {
+			t.Errorf("%s: status update enqueued %v", kind, got)
+		}
+		bound := updated.DeepCopy()
+		bound.ResourceVersion = "3"
+		bound.Spec.NodeName = "ours"
+		h.OnUpdate(updated, bound)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: bind enqueued %v, want %v", kind, got, want)
+		}
+	}
+}
+
+func TestCSISecretIndexKeys(t *testing.T) {
+	pv := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{
+		CSI: &corev1.CSIPersistentVolumeSource{Driver: "d", NodePublishSecretRef: &corev1.SecretReference{Namespace: "storage", Name: "creds"}},
+	}}}
+	if keys, _ := CSISecretIndexKeys(pv); !slices.Equal(keys, []string{"storage/creds"}) {
+		t.Errorf("keys %v", keys)
+	}
+	pv.Spec.CSI.NodePublishSecretRef = nil
+	if keys, _ := CSISecretIndexKeys(pv); len(keys) != 0 {
+		t.Errorf("keys without a secret %v", keys)
+	}
+}
+
+func TestUnusedTracker(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	tracker := NewUnusedTracker(clock, 30*time.Second)
+	key := cache.ObjectName{Namespace: "app", Name: "conf"}
+	if wait := tracker.Unused(key); wait != 30*time.Second {
+		t.Errorf("first: wait %v", wait)
+	}
+	clock.SetTime(clock.Now().Add(20 * time.Second))
+	if wait := tracker.Unused(key); wait != 10*time.Second {
+		t.Errorf("after 20s: wait %v", wait)
+	}
+	clock.SetTime(clock.Now().Add(10 * time.Second))
+	if wait := tracker.Unused(key); wait != 0 {
+		t.Errorf("after 30s: wait %v", wait)
+	}
+	// Used again in between: the grace period starts over.
+	tracker.Forget(key)
+	if wait := tracker.Unused(key); wait != 30*time.Second {
+		t.Errorf("after Forget: wait %v", wait)
+	}
+}
+
+// lifecycleCalls records what a Lifecycle asked for.
+type lifecycleCalls struct {
+	calls []string
+	used  []bool // successive answers of InUse; the last one repeats
+}
+
+func (l *lifecycleCalls) lifecycle(clock *clocktesting.FakePassiveClock, ensureErr error) *Lifecycle {
+	record := func(name string, err error) func(context.Context, cache.ObjectName) error {
+		return func(context.Context, cache.ObjectName) error {
+			l.calls = append(l.calls, name)
+			return err
+		}
+	}
+	return &Lifecycle{
+		Kind:   "ConfigMap",
+		Unused: NewUnusedTracker(clock, time.Minute),
+		InUse: func(cache.ObjectName) (bool, error) {
+			used := l.used[0]
+			if len(l.used) > 1 {
+				l.used = l.used[1:]
+			}
+			return used, nil
+		},
+		Ensure:       record("ensure", ensureErr),
+		Release:      record("release", nil),
+		DeleteOrphan: record("deleteOrphan", nil),
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	key := cache.ObjectName{Namespace: "app", Name: "conf"}
+	live := &metav1.ObjectMeta{Name: "conf"}
+	deleting := &metav1.ObjectMeta{Name: "conf", DeletionTimestamp: ptr.To(metav1.Now())}
+	for name, tc := range map[string]struct {
+		virtual   metav1.Object
+		used      []bool
+		ensureErr error
+		wait      time.Duration // clock step before a second reconcile
+		want      []string
+		result    controller.Result
+	}{
+		"not cached":        {want: []string{"deleteOrphan"}},
+		"being deleted":     {virtual: deleting, used: []bool{true}, want: []string{"release"}},
+		"used":              {virtual: live, used: []bool{true}, want: []string{"ensure"}},
+		"conflict":          {virtual: live, used: []bool{true}, ensureErr: &ConflictError{Kind: KindConfigMap}, want: []string{"ensure"}, result: controller.RequeueAfter(ConflictRecheck)},
+		"unused: waits":     {virtual: live, used: []bool{false}, result: controller.RequeueAfter(time.Minute)},
+		"unused past grace": {virtual: live, used: []bool{false}, wait: time.Minute, want: []string{"release"}},
+		"used again during release": {
+			virtual: live, used: []bool{false, false, true}, wait: time.Minute, want: []string{"release", "ensure"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			clock := clocktesting.NewFakePassiveClock(time.Now())
+			calls := &lifecycleCalls{used: tc.used}
+			l := calls.lifecycle(clock, tc.ensureErr)
+			var virtual metav1.Object
+			if tc.virtual != nil {
+				virtual = tc.virtual
+			}
+			result, err := l.Reconcile(ctx, key, virtual)
+			if tc.wait > 0 {
+				clock.SetTime(clock.Now().Add(tc.wait))
+				result, err = l.Reconcile(ctx, key, virtual)
+			}
+			if err != nil && !errors.Is(err, tc.ensureErr) {
+				t.Errorf("err = %v", err)
+			}
+			if !slices.Equal(calls.calls, tc.want) || result != tc.result {
+				t.Errorf("calls %v, result %+v; want %v, %+v", calls.calls, result, tc.want, tc.result)
+			}
+		})
+	}
+}

@@ -1,0 +1,343 @@
+// Package pod is the top-down syncer's virtual pod controller. For every
+// pod the virtual cluster's scheduler placed on a virtual node of this
+// binding it records the mapping on the virtual pod, copies the objects the
+// pod uses (through the dependents library), creates the physical pod in
+// the binding's mount namespace pinned to the physical node behind the
+// virtual node, keeps its labels, annotations, deadline and images in step,
+// issues the pod a service-account token of the virtual cluster, and
+// finishes a deleted virtual pod once its physical pod is gone. A virtual
+// pod whose physical pod vanished is marked Failed.
+//
+// The bottom-up pod-status controller does the rest of the round trip:
+// physical status and UID back to the virtual pod, and deletion of physical
+// pods whose virtual pod is gone.
+package pod
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// Name names the controller, its queue and its metrics.
+const Name = "topdown-pod"
+
+// PodsByNodeIndex is the virtual pod informer index by spec.nodeName; a
+// virtual node showing up late brings the pods already bound to it. The
+// bottom-up node controller registers the same index under the same name.
+const PodsByNodeIndex = "spec.nodeName"
+
+// VirtualClient is what the controller does in the virtual cluster: read,
+// annotate, fail and finish pods; request service-account tokens; read the
+// cluster CA published as kube-root-ca.crt.
+type VirtualClient interface {
+	corev1client.PodsGetter
+	corev1client.ServiceAccountsGetter
+	corev1client.ConfigMapsGetter
+}
+
+// PhysicalClient is what the controller does in the physical cluster:
+// create, patch and delete pods and their token Secrets.
+type PhysicalClient interface {
+	corev1client.PodsGetter
+	corev1client.SecretsGetter
+}
+
+// Options are the dependencies of the controller. All but VirtualAPIServer,
+// Metrics and Clock are required.
+type Options struct {
+	// ClusterID is the binding's cluster ID: virtual nodes labelled with it
+	// are this controller's.
+	ClusterID string
+	// MountNamespace is the physical namespace the binding's pods go to.
+	MountNamespace string
+	// VirtualAPIServer, "host:port", is where pods in the physical cluster
+	// reach the virtual API server. When set, every container gets
+	// KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and
+	// KUBERNETES_SERVICE_PORT_HTTPS (unless it sets them itself) and, when
+	// host is an IP, host aliases for the kubernetes.default names, so
+	// in-cluster clients talk to the virtual cluster with the token this
+	// controller issues. When empty they reach the physical API server,
+	// where that token means nothing.
+	VirtualAPIServer string
+
+	VirtualClient  VirtualClient
+	PhysicalClient PhysicalClient
+
+	// VirtualPods: all namespaces. The controller adds the PodsByNodeIndex
+	// index unless it is there.
+	VirtualPods corev1informers.PodInformer
+	// VirtualNodes: the binding's virtual nodes (kubeocean.io/managed-by=
+	// kubeocean,kubeocean.io/cluster-id=<ClusterID>); other nodes are
+	// ignored anyway.
+	VirtualNodes corev1informers.NodeInformer
+	// PhysicalPods and PhysicalSecrets: MountNamespace with
+	// kubeocean.io/managed-by=kubeocean. The controller reads the token
+	// Secrets it made (label LabelPodToken) from the latter.
+	PhysicalPods    corev1informers.PodInformer
+	PhysicalSecrets corev1informers.SecretInformer
+
+	// Dependents copies ConfigMaps, Secrets and PVCs to the physical
+	// cluster; *dependents.Syncer.
+	Dependents Dependents
+	// Recorder records events on virtual pods: it writes to the virtual
+	// cluster.
+	Recorder record.EventRecorder
+	// Metrics receives reconcile and queue metrics; nil records none.
+	Metrics *controller.Metrics
+	// Clock drives token refreshes and the queue's delays; default real.
+	Clock clock.WithTicker
+}
+
+// Controller reconciles virtual pods, keyed by namespace/name.
+type Controller struct {
+	*controller.Controller[cache.ObjectName]
+
+	clusterID      string
+	mountNamespace string
+	apiServer      *apiServerAddress
+
+	virtualClient   VirtualClient
+	physicalClient  PhysicalClient
+	virtualPods     corev1listers.PodLister
+	virtualPodIndex cache.Indexer
+	virtualNodes    corev1listers.NodeLister
+	physicalPods    corev1listers.PodLister
+	physicalSecrets corev1listers.SecretLister
+	dependents      Dependents
+	recorder        record.EventRecorder
+	clock           clock.WithTicker
+	created         createdPods
+}
+
+// New builds the controller and registers its event handlers and index; it
+// starts nothing.
+func New(opts Options) (*Controller, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	apiServer, err := parseAPIServer(opts.VirtualAPIServer)
+	if err != nil {
+		return nil, fmt.Errorf("topdown pod: VirtualAPIServer: %w", err)
+	}
+	c := &Controller{
+		clusterID:       opts.ClusterID,
+		mountNamespace:  opts.MountNamespace,
+		apiServer:       apiServer,
+		virtualClient:   opts.VirtualClient,
+		physicalClient:  opts.PhysicalClient,
+		virtualPods:     opts.VirtualPods.Lister(),
+		virtualPodIndex: opts.VirtualPods.Informer().GetIndexer(),
+		virtualNodes:    opts.VirtualNodes.Lister(),
+		physicalPods:    opts.PhysicalPods.Lister(),
+		physicalSecrets: opts.PhysicalSecrets.Lister(),
+		dependents:      opts.Dependents,
+		recorder:        opts.Recorder,
+		clock:           opts.Clock,
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	c.Controller = controller.New(controller.Options[cache.ObjectName]{
+		Name:      Name,
+		Reconcile: c.reconcile,
+		// Physical pods are created and deleted from what these caches
+		// say: never before all of them have synced.
+		HasSynced: []cache.InformerSynced{
+			opts.VirtualPods.Informer().HasSynced, opts.VirtualNodes.Informer().HasSynced,
+			opts.PhysicalPods.Informer().HasSynced, opts.PhysicalSecrets.Informer().HasSynced,
+		},
+		Metrics: opts.Metrics,
+		Clock:   c.clock,
+	})
+	return c, c.registerHandlers(opts)
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.ClusterID == "" || o.MountNamespace == "" {
+		errs = append(errs, errors.New("ClusterID and MountNamespace are required"))
+	}
+	if o.VirtualClient == nil || o.PhysicalClient == nil {
+		errs = append(errs, errors.New("VirtualClient and PhysicalClient are required"))
+	}
+	if o.VirtualPods == nil || o.VirtualNodes == nil || o.PhysicalPods == nil || o.PhysicalSecrets == nil {
+		errs = append(errs, errors.New("VirtualPods, VirtualNodes, PhysicalPods and PhysicalSecrets informers are required"))
+	}
+	if o.Dependents == nil || o.Recorder == nil {
+		errs = append(errs, errors.New("Dependents and Recorder are required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("topdown pod: %w", err)
+	}
+	return nil
+}
+
+// apiServerAddress is where physical pods reach the virtual API server.
+type apiServerAddress struct {
+	host, port string
+	// ip is set when host is an IP, which host aliases need.
+	ip string
+}
+
+func parseAPIServer(address string) (*apiServerAddress, error) {
+	if address == "" {
+		return nil, nil
+	}
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return nil, fmt.Errorf("port %q is not a number between 1 and 65535", port)
+	}
+	if host == "" {
+		return nil, errors.New("host is empty")
+	}
+	a := &apiServerAddress{host: host, port: port}
+	if ip := net.ParseIP(host); ip != nil {
+		a.ip = ip.String()
+	}
+	return a, nil
+}
+
+func (c *Controller) registerHandlers(opts Options) error {
+	informer := opts.VirtualPods.Informer()
+	if _, ok := informer.GetIndexer().GetIndexers()[PodsByNodeIndex]; !ok {
+		if err := informer.AddIndexers(cache.Indexers{PodsByNodeIndex: podNodeName}); err != nil {
+			return fmt.Errorf("topdown pod: adding %s index: %w", PodsByNodeIndex, err)
+		}
+	}
+	handlers := []struct {
+		what     string
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{"virtual pod", informer, controller.Handler[*corev1.Pod, cache.ObjectName]{
+			Enqueue: c.Enqueue, Keys: controller.ObjectKeys[*corev1.Pod],
+			Filter: c.onOurNode, Changed: virtualPodChanged,
+		}},
+		{"virtual node", opts.VirtualNodes.Informer(), controller.Handler[*corev1.Node, cache.ObjectName]{
+			Enqueue: c.Enqueue, Keys: c.podsOnNode, Filter: c.isOurNode,
+			Changed: func(oldNode, newNode *corev1.Node) bool { return !maps.Equal(oldNode.Labels, newNode.Labels) },
+		}},
+		{"physical pod", opts.PhysicalPods.Informer(), controller.Handler[*corev1.Pod, cache.ObjectName]{
+			Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Pod], Filter: c.isManagedPod, Changed: physicalPodChanged,
+		}},
+		{"physical token secret", opts.PhysicalSecrets.Informer(), controller.Handler[*corev1.Secret, cache.ObjectName]{
+			Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Secret], Filter: c.isTokenSecret,
+		}},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
+			return fmt.Errorf("topdown pod: registering %s handler: %w", h.what, err)
+		}
+	}
+	return nil
+}
+
+func podNodeName(obj any) ([]string, error) {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+		return []string{pod.Spec.NodeName}, nil
+	}
+	return nil, nil
+}
+
+// isOurNode tells the virtual nodes of this binding.
+func (c *Controller) isOurNode(node *corev1.Node) bool {
+	return node.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean &&
+		node.Labels[kubeoceanv1alpha1.LabelClusterID] == c.clusterID &&
+		node.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName] != ""
+}
+
+// physicalNodeOf is the physical node behind the virtual node pod is bound
+// to, when that is a virtual node of this binding.
+func (c *Controller) physicalNodeOf(pod *corev1.Pod) (string, bool) {
+	if pod.Spec.NodeName == "" {
+		return "", false
+	}
+	node, err := c.virtualNodes.Get(pod.Spec.NodeName)
+	if err != nil || !c.isOurNode(node) {
+		return "", false
+	}
+	return node.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName], true
+}
+
+func (c *Controller) onOurNode(pod *corev1.Pod) bool {
+	_, ok := c.physicalNodeOf(pod)
+	return ok
+}
+
+// podsOnNode are the keys of the virtual pods bound to node.
+func (c *Controller) podsOnNode(node *corev1.Node) []cache.ObjectName {
+	objs, err := c.virtualPodIndex.ByIndex(PodsByNodeIndex, node.Name)
+	if err != nil {
+		return nil
+	}
+	keys := make([]cache.ObjectName, 0, len(objs))
+	for _, obj := range objs {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			keys = append(keys, controller.ObjectKey(pod))
+		}
+	}
+	return keys
+}
+
+func (c *Controller) isManagedPod(pod *corev1.Pod) bool {
+	return pod.Namespace == c.mountNamespace &&
+		pod.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean
+}
+
+func (c *Controller) isTokenSecret(secret *corev1.Secret) bool {
+	return secret.Namespace == c.mountNamespace && secret.Labels[LabelPodToken] == "true"
+}
+
+// virtualKeys maps a physical object Kubeocean made for a virtual pod back
+// to that pod, through its mapping annotations.
+func virtualKeys[T interface{ GetAnnotations() map[string]string }](obj T) []cache.ObjectName {
+	annotations := obj.GetAnnotations()
+	namespace := annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace]
+	name := annotations[kubeoceanv1alpha1.AnnotationVirtualPodName]
+	if namespace == "" || name == "" {
+		return nil
+	}
+	return []cache.ObjectName{{Namespace: namespace, Name: name}}
+}
+
+// virtualPodChanged drops the status-only updates (most of them: the
+// bottom-up side mirrors every physical status change), except a phase
+// change, which ends or starts the pod's token refreshes.
+func virtualPodChanged(oldPod, newPod *corev1.Pod) bool {
+	return oldPod.Generation != newPod.Generation ||
+		!maps.Equal(oldPod.Labels, newPod.Labels) ||
+		!maps.Equal(oldPod.Annotations, newPod.Annotations) ||
+		!oldPod.DeletionTimestamp.Equal(newPod.DeletionTimestamp) ||
+		!ptr.Equal(oldPod.DeletionGracePeriodSeconds, newPod.DeletionGracePeriodSeconds) ||
+		oldPod.Spec.NodeName != newPod.Spec.NodeName ||
+		!ptr.Equal(oldPod.Spec.ActiveDeadlineSeconds, newPod.Spec.ActiveDeadlineSeconds) ||
+		!maps.Equal(imagesOf(&oldPod.Spec), imagesOf(&newPod.Spec)) ||
+		oldPod.Status.Phase != newPod.Status.Phase
+}
+
+// physicalPodChanged drops the physical kubelet's status updates except
+// phase changes; what else matters is a deletion or a change of metadata.
+func physicalPodChanged(oldPod, newPod *corev1.Pod) bool {
+	return !oldPod.DeletionTimestamp.Equal(newPod.DeletionTimestamp) ||
+		!maps.Equal(oldPod.Labels, newPod.Labels) ||
+		!maps.Equal(oldPod.Annotations, newPod.Annotations) ||
+		oldPod.Status.Phase != newPod.Status.Phase
+}

@@ -1,0 +1,144 @@
+package pod
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// create makes the physical pod of a virtual pod that has none: mapping
+// recorded on the virtual pod first, then the dependencies copied, the
+// token Secret made, and the pod created.
+func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping, physicalNode string) (controller.Result, error) {
+	logger := klog.FromContext(ctx)
+	if !m.recorded {
+		recorded, err := c.recordMapping(ctx, virtual, m)
+		if err != nil || recorded == nil {
+			return controller.Result{}, err
+		}
+		virtual = recorded
+	}
+
+	names, problem := c.resolveDependencies(ctx, virtual)
+	if problem != nil {
+		return c.waitForDependencies(ctx, virtual, problem)
+	}
+	plan := planIdentity(virtual)
+	if _, err := c.ensureTokenSecret(ctx, virtual, m.name, plan); err != nil {
+		return controller.Result{}, err
+	}
+
+	pod := physicalPod(virtual, translation{
+		mountNamespace: c.mountNamespace,
+		physicalName:   m.name,
+		physicalNode:   physicalNode,
+		names:          names,
+		plan:           plan,
+		apiServer:      c.apiServer,
+	})
+	created, err := c.physicalClient.Pods(c.mountNamespace).Create(ctx, pod, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return c.checkNameTaken(ctx, virtual, m)
+	case apierrors.IsInvalid(err):
+		// The spec will not pass until the virtual pod or the physical
+		// cluster changes; the user must see why.
+		c.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonPhysicalPodRejected, "The physical cluster rejected the pod: %v", err)
+		return controller.Result{}, controller.Terminal(fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, err))
+	case apierrors.IsForbidden(err):
+		// Quota or policy of the physical cluster: may pass later.
+		c.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonPhysicalPodRejected, "The physical cluster refused the pod: %v", err)
+		return controller.Result{}, fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, err)
+	case err != nil:
+		return controller.Result{}, fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, err)
+	}
+	c.created.expect(controller.ObjectKey(virtual), virtual.UID, c.clock.Now())
+	logger.V(2).Info("Created physical pod", "physicalPod", klog.KObj(created), "physicalNode", physicalNode)
+	return controller.Result{}, nil
+}
+
+// recordMapping writes the physical pod's namespace and name on the virtual
+// pod and returns the pod as written, or nil when the virtual pod changed
+// under us (its event brings us back).
+func (c *Controller) recordMapping(ctx context.Context, virtual *corev1.Pod, m mapping) (*corev1.Pod, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		// Fails the patch on a virtual pod recreated under the same name.
+		"uid": virtual.UID,
+		"annotations": map[string]string{
+			kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: c.mountNamespace,
+			kubeoceanv1alpha1.AnnotationPhysicalPodName:      m.name,
+		},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	recorded, err := c.virtualClient.Pods(virtual.Namespace).Patch(ctx, virtual.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		klog.FromContext(ctx).V(4).Info("Virtual pod changed while recording its mapping; waiting for its event", "err", err)
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("recording the physical pod on virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Recorded physical pod mapping", "physicalPod", klog.KRef(c.mountNamespace, m.name))
+	return recorded, nil
+}
+
+// waitForDependencies shows on the virtual pod why it cannot be created
+// yet, once per change (condition and event), and retries: with backoff
+// while a dependency is not ready, and after conflictRecheck on a name
+// conflict, which only someone else can resolve and whose resolution sends
+// us no event.
+func (c *Controller) waitForDependencies(ctx context.Context, virtual *corev1.Pod, problem *dependencyProblem) (controller.Result, error) {
+	if problem.reason == "" {
+		return controller.Result{}, problem.err
+	}
+	changed, err := c.setDependenciesReady(ctx, virtual, corev1.ConditionFalse, problem.reason, problem.message)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if changed {
+		eventType := corev1.EventTypeNormal
+		if problem.conflict {
+			eventType = corev1.EventTypeWarning
+		}
+		c.recorder.Event(virtual, eventType, problem.reason, problem.message)
+	}
+	if problem.conflict {
+		klog.FromContext(ctx).Error(problem.err, "Pod cannot be created until the conflicting physical object is removed", "recheckAfter", conflictRecheck)
+		return controller.RequeueAfter(conflictRecheck), nil
+	}
+	return controller.Result{}, problem.err
+}
+
+// checkNameTaken handles a create that found the physical name taken: by
+// our own pod the cache has not shown yet (its event comes), by an earlier
+// virtual pod's (the bottom-up side deletes it), or by a pod Kubeocean did
+// not make, which only someone else can remove.
+func (c *Controller) checkNameTaken(ctx context.Context, virtual *corev1.Pod, m mapping) (controller.Result, error) {
+	live, err := c.physicalClient.Pods(c.mountNamespace).Get(ctx, m.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return controller.Result{}, fmt.Errorf("physical pod %s/%s existed at create and is gone now; retrying", c.mountNamespace, m.name)
+	case err != nil:
+		return controller.Result{}, err
+	case live.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(virtual.UID):
+		klog.FromContext(ctx).V(4).Info("Physical pod already exists; cache is behind")
+		return controller.Result{}, nil
+	case c.isManagedPod(live):
+		return controller.Result{}, nil
+	}
+	err = fmt.Errorf("physical pod %s/%s exists and was not made by Kubeocean", c.mountNamespace, m.name)
+	c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPhysicalPodNameTaken, err.Error())
+	klog.FromContext(ctx).Error(err, "Pod cannot be created until the foreign physical pod is removed", "recheckAfter", conflictRecheck)
+	return controller.RequeueAfter(conflictRecheck), nil
+}

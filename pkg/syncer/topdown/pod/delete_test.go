@@ -1,0 +1,156 @@
+package pod
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+)
+
+func terminating(pod *corev1.Pod, grace int64) *corev1.Pod {
+	pod.DeletionTimestamp = &metav1.Time{Time: now}
+	pod.DeletionGracePeriodSeconds = ptr.To(grace)
+	return pod
+}
+
+func assertDelete(t *testing.T, action clienttesting.Action, wantGrace int64, wantUID string) {
+	t.Helper()
+	opts := action.(clienttesting.DeleteAction).GetDeleteOptions()
+	if ptr.Deref(opts.GracePeriodSeconds, -1) != wantGrace || opts.Preconditions == nil || string(ptr.Deref(opts.Preconditions.UID, "")) != wantUID {
+		t.Errorf("delete options = grace %v, preconditions %+v; want grace %d and UID %s",
+			ptr.Deref(opts.GracePeriodSeconds, -1), opts.Preconditions, wantGrace, wantUID)
+	}
+}
+
+// A virtual pod deleted before it was mapped never had a physical pod: it
+// is finished at once.
+func TestDeletionBeforeCreation(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{terminating(boundPod(), 30)}})
+	f.mustReconcile()
+	assertWrites(t, f, "virtual delete pods")
+	assertDelete(t, actions(f.virtualKube, "delete", "pods")[0], 0, string(virtualUID))
+}
+
+// A running physical pod is deleted with the virtual pod's grace period;
+// the virtual pod is finished only once the physical pod is gone.
+func TestDeletionWaitsForPhysicalPod(t *testing.T) {
+	virtual := withTokenVolume(terminating(mapped(boundPod(), physicalUID), 30))
+	physical := physicalFor(virtual)
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physical},
+		physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
+	// The physical kubelet takes its time: the delete only marks the pod.
+	f.react(f.physicalKube, "delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, nil
+	})
+	f.mustReconcile()
+	assertWrites(t, f, "physical delete pods")
+	assertDelete(t, actions(f.physicalKube, "delete", "pods")[0], 30, string(physicalUID))
+
+	// Reconciling while it terminates neither deletes it again nor
+	// finishes the virtual pod.
+	terminatingPhysical := physical.DeepCopy()
+	terminatingPhysical.DeletionTimestamp = &metav1.Time{Time: now}
+	f.cache("physicalPods", terminatingPhysical)
+	f.mustReconcile()
+	assertWrites(t, f)
+
+	// Gone: the token Secret goes, and the virtual pod is finished.
+	f.uncache("physicalPods", physical)
+	if err := f.physicalKube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), mountNS, physicalName); err != nil {
+		t.Fatal(err)
+	}
+	f.mustReconcile()
+	assertWrites(t, f, "physical delete secrets", "virtual delete pods")
+	assertDelete(t, actions(f.virtualKube, "delete", "pods")[0], 0, string(virtualUID))
+}
+
+// A physical pod that goes at once (it never ran) lets the virtual pod be
+// finished in the same pass.
+func TestDeletionPhysicalGoneAtOnce(t *testing.T) {
+	virtual := terminating(mapped(boundPod(), physicalUID), 30)
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(virtual)}})
+	f.mustReconcile()
+	assertWrites(t, f, "physical delete pods", "virtual delete pods")
+}
+
+// The physical pod our cache has not seen yet is still found and deleted.
+func TestDeletionUncachedPhysicalPod(t *testing.T) {
+	virtual := terminating(mapped(boundPod(), ""), 10)
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, livePhysical: []runtime.Object{physicalFor(virtual)}})
+	f.react(f.physicalKube, "delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, nil
+	})
+	f.mustReconcile()
+	assertWrites(t, f, "physical delete pods")
+}
+
+func TestDeletionAlreadyFinishing(t *testing.T) {
+	virtual := terminating(boundPod(), 0)
+	virtual.Finalizers = []string{"example.com/hold"}
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
+	f.mustReconcile()
+	assertWrites(t, f)
+}
+
+// A physical pod that vanished after it was seen fails the virtual pod,
+// with a reason saying so; reconciling again writes nothing.
+func TestLostPhysicalPodFailsVirtualPod(t *testing.T) {
+	virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+	virtual.Status = corev1.PodStatus{
+		Phase:      corev1.PodRunning,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Started: ptr.To(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+	}
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
+	f.mustReconcile()
+	assertWrites(t, f, "physical delete secrets", "virtual update pods/status")
+
+	failed := f.virtualPod()
+	if failed.Status.Phase != corev1.PodFailed || failed.Status.Reason != ReasonPhysicalPodLost ||
+		!strings.Contains(failed.Status.Message, "no longer exists") || !strings.Contains(failed.Status.Message, physicalName) {
+		t.Errorf("status = %s %s %q, want Failed %s naming the physical pod", failed.Status.Phase, failed.Status.Reason, failed.Status.Message, ReasonPhysicalPodLost)
+	}
+	if s := failed.Status.ContainerStatuses[0]; s.State.Terminated == nil || s.Ready {
+		t.Errorf("container status = %+v, want terminated and not ready", s)
+	}
+	if c := findCondition(failed.Status.Conditions, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
+		t.Errorf("Ready condition = %+v, want False", c)
+	}
+	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+ReasonPhysicalPodLost) {
+		t.Errorf("events = %v, want one Warning %s", events, ReasonPhysicalPodLost)
+	}
+
+	f.syncCaches()
+	f.mustReconcile()
+	assertWrites(t, f)
+}
+
+// The bottom-up side saw the physical pod before our cache did: a live
+// read shows it is there, and nothing is failed.
+func TestLostCheckedLive(t *testing.T) {
+	virtual := mapped(boundPod(), physicalUID)
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, livePhysical: []runtime.Object{physicalFor(virtual)}})
+	f.mustReconcile()
+	assertWrites(t, f)
+}
+
+// Once the virtual pod is gone, its token Secret goes with its physical
+// pod, never before.
+func TestTokenSecretCleanedUpAfterVirtualPod(t *testing.T) {
+	t.Run("physical pod gone", func(t *testing.T) {
+		f := newFixture(t, seed{physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
+		f.mustReconcile()
+		assertWrites(t, f, "physical delete secrets")
+		assertDelete(t, actions(f.physicalKube, "delete", "secrets")[0], -1, "secret-uid")
+	})
+	t.Run("physical pod still there", func(t *testing.T) {
+		f := newFixture(t, seed{physicalPods: []*corev1.Pod{physicalFor(boundPod())}, physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
+		f.mustReconcile()
+		assertWrites(t, f)
+	})
+}

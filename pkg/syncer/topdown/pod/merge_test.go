@@ -1,0 +1,212 @@
+package pod
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+func TestMergeKeys(t *testing.T) {
+	noneEnforced := func(string) bool { return false }
+	tests := []struct {
+		name                   string
+		current, last, desired map[string]string
+		enforced               func(string) bool
+		want                   map[string]*string
+	}{
+		{
+			name:    "in step: nothing",
+			current: map[string]string{"a": "1"}, last: map[string]string{"a": "1"}, desired: map[string]string{"a": "1"},
+			want: map[string]*string{},
+		},
+		{
+			name:    "key added on the virtual side is set",
+			current: map[string]string{"a": "1"}, last: map[string]string{"a": "1"}, desired: map[string]string{"a": "1", "b": "2"},
+			want: map[string]*string{"b": ptr.To("2")},
+		},
+		{
+			name:    "value changed on the virtual side is set",
+			current: map[string]string{"a": "1"}, last: map[string]string{"a": "1"}, desired: map[string]string{"a": "2"},
+			want: map[string]*string{"a": ptr.To("2")},
+		},
+		{
+			name:    "key removed on the virtual side is removed",
+			current: map[string]string{"a": "1", "b": "2"}, last: map[string]string{"a": "1", "b": "2"}, desired: map[string]string{"a": "1"},
+			want: map[string]*string{"b": nil},
+		},
+		{
+			name:    "key removed on both sides: nothing",
+			current: map[string]string{}, last: map[string]string{"b": "2"}, desired: map[string]string{},
+			want: map[string]*string{},
+		},
+		{
+			name:    "key added on the physical side stays",
+			current: map[string]string{"a": "1", "webhook": "x"}, last: map[string]string{"a": "1"}, desired: map[string]string{"a": "1"},
+			want: map[string]*string{},
+		},
+		{
+			name:    "value a webhook changed stays while ours is unchanged",
+			current: map[string]string{"a": "mutated"}, last: map[string]string{"a": "1"}, desired: map[string]string{"a": "1"},
+			want: map[string]*string{},
+		},
+		{
+			name:    "key removed on the physical side stays removed",
+			current: map[string]string{}, last: map[string]string{"a": "1"}, desired: map[string]string{"a": "1"},
+			want: map[string]*string{},
+		},
+		{
+			name:    "our change wins over the physical side's",
+			current: map[string]string{"a": "mutated"}, last: map[string]string{"a": "1"}, desired: map[string]string{"a": "2"},
+			want: map[string]*string{"a": ptr.To("2")},
+		},
+		{
+			name:    "enforced key is put back",
+			current: map[string]string{"owner": "someone"}, last: map[string]string{"owner": "us"}, desired: map[string]string{"owner": "us"},
+			enforced: func(k string) bool { return k == "owner" },
+			want:     map[string]*string{"owner": ptr.To("us")},
+		},
+		{
+			name:    "nothing applied yet: desired keys missing or different are set",
+			current: map[string]string{"a": "1", "b": "x", "other": "y"}, desired: map[string]string{"a": "1", "b": "2", "c": "3"},
+			want: map[string]*string{"b": ptr.To("2"), "c": ptr.To("3")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			enforced := tt.enforced
+			if enforced == nil {
+				enforced = noneEnforced
+			}
+			got := mergeKeys(tt.current, tt.last, tt.desired, enforced)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("mergeKeys = %s, want %s", show(got), show(tt.want))
+			}
+		})
+	}
+}
+
+func show(m map[string]*string) string {
+	data, _ := json.Marshal(m)
+	return string(data)
+}
+
+func TestMergeDeadline(t *testing.T) {
+	tests := []struct {
+		name                   string
+		current, last, desired *int64
+		want                   *int64
+	}{
+		{name: "unchanged", current: ptr.To[int64](60), last: ptr.To[int64](60), desired: ptr.To[int64](60)},
+		{name: "none", current: nil, last: nil, desired: nil},
+		{name: "set on the virtual pod", current: nil, last: nil, desired: ptr.To[int64](60), want: ptr.To[int64](60)},
+		{name: "shortened on the virtual pod", current: ptr.To[int64](60), last: ptr.To[int64](60), desired: ptr.To[int64](30), want: ptr.To[int64](30)},
+		{name: "physical already shorter", current: ptr.To[int64](10), last: ptr.To[int64](60), desired: ptr.To[int64](30)},
+	}
+	for _, tt := range tests {
+		if got := mergeDeadline(tt.current, tt.last, tt.desired); !ptr.Equal(got, tt.want) {
+			t.Errorf("%s: mergeDeadline = %v, want %v", tt.name, ptr.Deref(got, -1), ptr.Deref(tt.want, -1))
+		}
+	}
+}
+
+// physicalFor is the physical pod created for virtual, as it is stored.
+func physicalFor(virtual *corev1.Pod) *corev1.Pod {
+	pod := physicalPod(virtual, translation{mountNamespace: mountNS, physicalName: physicalName, physicalNode: physicalNode,
+		names: resolvedNames(virtual), plan: planIdentity(virtual)})
+	pod.UID = physicalUID
+	pod.ResourceVersion = "20"
+	return pod
+}
+
+func decodePatch(t *testing.T, patch []byte) map[string]any {
+	t.Helper()
+	var out map[string]any
+	if err := json.Unmarshal(patch, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestUpdatePatch(t *testing.T) {
+	t.Run("freshly created pod needs none", func(t *testing.T) {
+		virtual := fullVirtualPod()
+		if patch := updatePatch(physicalFor(virtual), desiredState(virtual)); patch != nil {
+			t.Errorf("patch = %s, want none", patch)
+		}
+	})
+	t.Run("physical-side additions need none", func(t *testing.T) {
+		virtual := fullVirtualPod()
+		physical := physicalFor(virtual)
+		physical.Labels["injected"] = "yes"
+		physical.Annotations["sidecar.example.com/status"] = "injected"
+		if patch := updatePatch(physical, desiredState(virtual)); patch != nil {
+			t.Errorf("patch = %s, want none", patch)
+		}
+	})
+	t.Run("virtual changes are carried", func(t *testing.T) {
+		virtual := fullVirtualPod()
+		physical := physicalFor(virtual)
+		physical.Labels["injected"] = "yes"
+		virtual.Labels["tier"] = "frontend"
+		delete(virtual.Annotations, "team")
+		virtual.Spec.ActiveDeadlineSeconds = ptr.To[int64](120)
+		virtual.Spec.Containers[0].Image = "nginx:2"
+		// Bookkeeping of the bottom-up side changes nothing.
+		virtual.Annotations[kubeoceanv1alpha1.AnnotationLastSyncTime] = "2026-05-05T00:00:00Z"
+
+		desired := desiredState(virtual)
+		patch := decodePatch(t, updatePatch(physical, desired))
+		want := map[string]any{
+			"metadata": map[string]any{
+				"uid":         string(physicalUID),
+				"labels":      map[string]any{"tier": "frontend"},
+				"annotations": map[string]any{"team": nil, AnnotationLastApplied: desired.encode()},
+			},
+			"spec": map[string]any{
+				"activeDeadlineSeconds": float64(120),
+				"containers":            []any{map[string]any{"name": "app", "image": "nginx:2"}},
+			},
+		}
+		if !reflect.DeepEqual(patch, want) {
+			t.Errorf("patch = %v\nwant    %v", patch, want)
+		}
+	})
+	t.Run("removed managed-by label is put back", func(t *testing.T) {
+		virtual := boundPod()
+		physical := physicalFor(virtual)
+		delete(physical.Labels, kubeoceanv1alpha1.LabelManagedBy)
+		patch := decodePatch(t, updatePatch(physical, desiredState(virtual)))
+		labels := patch["metadata"].(map[string]any)["labels"]
+		if want := map[string]any{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}; !reflect.DeepEqual(labels, want) {
+			t.Errorf("labels patch = %v, want %v", labels, want)
+		}
+	})
+	t.Run("broken last-applied is rewritten", func(t *testing.T) {
+		virtual := boundPod()
+		physical := physicalFor(virtual)
+		physical.Annotations[AnnotationLastApplied] = "{"
+		desired := desiredState(virtual)
+		patch := decodePatch(t, updatePatch(physical, desired))
+		want := map[string]any{"uid": string(physicalUID), "annotations": map[string]any{AnnotationLastApplied: desired.encode()}}
+		if !reflect.DeepEqual(patch["metadata"], want) || patch["spec"] != nil {
+			t.Errorf("patch = %v, want metadata %v only", patch, want)
+		}
+	})
+}
+
+func TestDesiredStateDropsVirtualBookkeeping(t *testing.T) {
+	state := desiredState(fullVirtualPod())
+	for _, k := range []string{
+		kubeoceanv1alpha1.AnnotationPhysicalPodNamespace, kubeoceanv1alpha1.AnnotationPhysicalPodName,
+		kubeoceanv1alpha1.AnnotationPhysicalPodUID, kubeoceanv1alpha1.AnnotationLastSyncTime,
+	} {
+		if _, ok := state.Annotations[k]; ok {
+			t.Errorf("annotation %s copied to the physical pod", k)
+		}
+	}
+}

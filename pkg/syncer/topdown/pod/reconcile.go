@@ -1,0 +1,164 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/naming"
+)
+
+// mapping is the physical pod of a virtual pod as its annotations record
+// it.
+type mapping struct {
+	// name is the physical pod's name in the mount namespace.
+	name string
+	// recorded: the virtual pod's annotations name the physical pod, so
+	// it may exist. They are written before the physical pod is created,
+	// so that the bottom-up side never sees a physical pod its virtual pod
+	// does not claim.
+	recorded bool
+	// uid is the physical pod's UID, recorded by the bottom-up side once
+	// it saw the pod; set only with recorded.
+	uid types.UID
+}
+
+// mappingOf reads the mapping annotations. A mapping to another place than
+// this binding would choose is an error: the pod was mapped by someone
+// else, or the binding's mount namespace changed under it.
+func (c *Controller) mappingOf(virtual *corev1.Pod) (mapping, error) {
+	m := mapping{name: naming.PhysicalName(virtual.Namespace, virtual.Name)}
+	namespace := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace]
+	name := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]
+	switch {
+	case namespace == "" && name == "":
+		return m, nil
+	case namespace == c.mountNamespace && name == m.name:
+		m.recorded = true
+		m.uid = types.UID(virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID])
+		return m, nil
+	}
+	return m, fmt.Errorf("virtual pod %s/%s is mapped to physical pod %q/%q, but this binding maps it to %s/%s",
+		virtual.Namespace, virtual.Name, namespace, name, c.mountNamespace, m.name)
+}
+
+func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (controller.Result, error) {
+	virtual, err := c.virtualPods.Pods(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return controller.Result{}, c.cleanUpAfter(ctx, key)
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	physicalNode, ours := c.physicalNodeOf(virtual)
+	if !ours {
+		return controller.Result{}, nil
+	}
+	logger := klog.FromContext(ctx).WithValues("clusterID", c.clusterID, "virtualPod", klog.KObj(virtual))
+	ctx = klog.NewContext(ctx, logger)
+
+	m, err := c.mappingOf(virtual)
+	if err != nil {
+		c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonMappingMismatch, err.Error())
+		return controller.Result{}, controller.Terminal(err)
+	}
+	if virtual.DeletionTimestamp != nil {
+		c.created.observed(key)
+		return controller.Result{}, c.syncDeletion(ctx, virtual, m)
+	}
+	if isTerminal(virtual) {
+		// Finished: nothing runs any more, nothing is created again; the
+		// token Secret goes with the physical pod.
+		return controller.Result{}, c.cleanUpFinished(ctx, m)
+	}
+
+	physical, err := c.physicalPods.Pods(c.mountNamespace).Get(m.name)
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return controller.Result{}, err
+	case err == nil && physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(virtual.UID):
+		c.created.observed(key)
+		return c.syncExisting(ctx, virtual, physical, m)
+	case err == nil:
+		// Left by an earlier virtual pod of the same name: the bottom-up
+		// side deletes it once this pod claims the name, and its deletion
+		// brings us back.
+		logger.V(2).Info("Physical pod of an earlier virtual pod with this name still exists; waiting for it to go",
+			"physicalPod", klog.KObj(physical))
+		if !m.recorded {
+			_, err := c.recordMapping(ctx, virtual, m)
+			return controller.Result{}, err
+		}
+		return controller.Result{}, nil
+	case m.uid != "":
+		return controller.Result{}, c.syncLost(ctx, virtual, m)
+	}
+	if wait, ok := c.created.pending(key, virtual.UID, c.clock.Now()); ok {
+		logger.V(4).Info("Created physical pod is not in the cache yet; waiting for its event")
+		return controller.RequeueAfter(wait), nil
+	}
+	return c.create(ctx, virtual, m, physicalNode)
+}
+
+func isTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// syncExisting keeps a running physical pod in step with its virtual pod:
+// metadata, deadline and images by a three-way merge, tokens renewed, and
+// the dependencies condition of a pod that had to wait cleared.
+func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1.Pod, m mapping) (controller.Result, error) {
+	logger := klog.FromContext(ctx).WithValues("physicalPod", klog.KObj(physical))
+	if physical.DeletionTimestamp != nil {
+		// Evicted or deleted on the physical side; once it is gone the
+		// virtual pod is failed.
+		logger.V(4).Info("Physical pod is terminating")
+		return controller.Result{}, nil
+	}
+	if patch := updatePatch(physical, desiredState(virtual)); patch != nil {
+		_, err := c.physicalClient.Pods(physical.Namespace).Patch(ctx, physical.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		switch {
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			logger.V(4).Info("Physical pod changed while updating it; waiting for its event", "err", err)
+			return controller.Result{}, nil
+		case apierrors.IsInvalid(err):
+			c.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonPhysicalPodRejected, "Updating physical pod %s/%s: %v", physical.Namespace, physical.Name, err)
+			return controller.Result{}, controller.Terminal(err)
+		case err != nil:
+			return controller.Result{}, fmt.Errorf("updating physical pod %s/%s: %w", physical.Namespace, physical.Name, err)
+		}
+		logger.V(2).Info("Updated physical pod from the virtual pod")
+	}
+	if _, err := c.setDependenciesReady(ctx, virtual, corev1.ConditionTrue, ReasonDependenciesReady, ""); err != nil {
+		return controller.Result{}, err
+	}
+	if physical.Status.Phase == corev1.PodSucceeded || physical.Status.Phase == corev1.PodFailed {
+		return controller.Result{}, nil
+	}
+	refresh, err := c.ensureTokenSecret(ctx, virtual, m.name, planIdentity(virtual))
+	return controller.Result{RequeueAfter: refresh}, err
+}
+
+// cleanUpAfter removes the token Secret of a virtual pod that is gone, once
+// its physical pod is gone too; the bottom-up side deletes that one, and
+// its deletion event brings us back.
+func (c *Controller) cleanUpAfter(ctx context.Context, key cache.ObjectName) error {
+	c.created.observed(key)
+	return c.cleanUpFinished(ctx, mapping{name: naming.PhysicalName(key.Namespace, key.Name)})
+}
+
+// cleanUpFinished removes the token Secret of a physical pod that is gone.
+func (c *Controller) cleanUpFinished(ctx context.Context, m mapping) error {
+	if _, err := c.physicalPods.Pods(c.mountNamespace).Get(m.name); !apierrors.IsNotFound(err) {
+		return err
+	}
+	return c.deleteTokenSecret(ctx, m.name)
+}

@@ -1,0 +1,129 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// ConditionDependenciesReady on a virtual pod tells whether the objects it
+// uses could be copied to the physical cluster. It is written False while
+// the pod waits for them and True once they are there, and only for pods
+// that had to wait: the usual pod never gets it.
+const ConditionDependenciesReady corev1.PodConditionType = "kubeocean.io/DependenciesReady"
+
+// Reasons of ConditionDependenciesReady and of events on virtual pods.
+const (
+	// ReasonDependencyNotReady: a ConfigMap, Secret or PVC the pod uses
+	// cannot be copied yet (missing, being deleted, PVC not bound).
+	ReasonDependencyNotReady = "DependencyNotReady"
+	// ReasonDependencyConflict: the physical name of a dependency is taken
+	// by an object Kubeocean did not make; someone must remove it.
+	ReasonDependencyConflict = "DependencyConflict"
+	// ReasonDependenciesReady: all dependencies are copied.
+	ReasonDependenciesReady = "DependenciesReady"
+	// ReasonPhysicalPodLost is the virtual pod's status reason once its
+	// physical pod is gone while it ran (deleted, evicted, its node
+	// removed); the pod is Failed.
+	ReasonPhysicalPodLost = "PhysicalPodLost"
+	// ReasonPhysicalPodRejected: the physical cluster refused the pod.
+	ReasonPhysicalPodRejected = "PhysicalPodRejected"
+	// ReasonPhysicalPodNameTaken: a pod Kubeocean did not make for this
+	// virtual pod has the physical name.
+	ReasonPhysicalPodNameTaken = "PhysicalPodNameTaken"
+	// ReasonMappingMismatch: the virtual pod's mapping annotations name a
+	// physical pod this binding would not have made for it.
+	ReasonMappingMismatch = "PhysicalPodMappingMismatch"
+	// ReasonTokenRequestFailed: no service-account token could be issued
+	// for the pod.
+	ReasonTokenRequestFailed = "TokenRequestFailed"
+)
+
+func findCondition(conditions []corev1.PodCondition, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range conditions {
+		if conditions[i].Type == t {
+			return &conditions[i]
+		}
+	}
+	return nil
+}
+
+// setDependenciesReady writes ConditionDependenciesReady when it changes.
+// True is written only over a False: a pod that never waited keeps no
+// condition, and costs no write. changed tells whether it was written.
+func (c *Controller) setDependenciesReady(ctx context.Context, virtual *corev1.Pod, status corev1.ConditionStatus, reason, message string) (bool, error) {
+	existing := findCondition(virtual.Status.Conditions, ConditionDependenciesReady)
+	if existing == nil && status == corev1.ConditionTrue {
+		return false, nil
+	}
+	if existing != nil && existing.Status == status && existing.Reason == reason && existing.Message == message {
+		return false, nil
+	}
+	updated := virtual.DeepCopy()
+	condition := findCondition(updated.Status.Conditions, ConditionDependenciesReady)
+	if condition == nil {
+		updated.Status.Conditions = append(updated.Status.Conditions, corev1.PodCondition{Type: ConditionDependenciesReady})
+		condition = &updated.Status.Conditions[len(updated.Status.Conditions)-1]
+	}
+	if condition.Status != status {
+		condition.LastTransitionTime = metav1.NewTime(c.clock.Now())
+	}
+	condition.Status, condition.Reason, condition.Message = status, reason, message
+	if _, err := c.virtualClient.Pods(virtual.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return false, fmt.Errorf("setting %s=%s on virtual pod %s/%s: %w", ConditionDependenciesReady, status, virtual.Namespace, virtual.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Set dependencies condition", "status", status, "reason", reason)
+	return true, nil
+}
+
+// failedStatus is the status of a virtual pod whose physical pod is gone:
+// Failed, with every container terminated the way the kubelet reports a
+// container it lost track of, and the pod no longer ready.
+func failedStatus(status corev1.PodStatus, message string, now metav1.Time) corev1.PodStatus {
+	out := *status.DeepCopy()
+	out.Phase = corev1.PodFailed
+	out.Reason = ReasonPhysicalPodLost
+	out.Message = message
+	terminate := func(statuses []corev1.ContainerStatus) {
+		for i := range statuses {
+			s := &statuses[i]
+			if s.State.Terminated == nil {
+				s.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					ExitCode: 137, Reason: "ContainerStatusUnknown", FinishedAt: now,
+					Message: "The container could not be located when the pod was terminated",
+				}}
+			}
+			s.Ready = false
+			s.Started = ptr.To(false)
+		}
+	}
+	terminate(out.InitContainerStatuses)
+	terminate(out.ContainerStatuses)
+	for _, t := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
+		if condition := findCondition(out.Conditions, t); condition != nil && condition.Status != corev1.ConditionFalse {
+			condition.Status, condition.Reason, condition.LastTransitionTime = corev1.ConditionFalse, ReasonPhysicalPodLost, now
+		}
+	}
+	return out
+}
+
+// markFailed fails the virtual pod whose physical pod is gone.
+func (c *Controller) markFailed(ctx context.Context, virtual *corev1.Pod, message string) error {
+	updated := virtual.DeepCopy()
+	updated.Status = failedStatus(virtual.Status, message, metav1.NewTime(c.clock.Now()))
+	_, err := c.virtualClient.Pods(virtual.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failing virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
+	}
+	klog.FromContext(ctx).Info("Marked virtual pod Failed: its physical pod is gone", "message", message)
+	c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPhysicalPodLost, message)
+	return nil
+}

@@ -1,0 +1,192 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// maxTokenRefresh caps how long a token goes unrenewed, as the kubelet does
+// for projected tokens.
+const maxTokenRefresh = 24 * time.Hour
+
+// refreshTime is when a token issued now and expiring at expiry is renewed:
+// at 80% of its lifetime (the kubelet's rule), at most a day on.
+func refreshTime(now, expiry time.Time) time.Time {
+	wait := expiry.Sub(now) * 8 / 10
+	wait = min(max(wait, 0), maxTokenRefresh)
+	return now.Add(wait)
+}
+
+// ensureTokenSecret makes sure the pod's token Secret holds what plan asks
+// for, with tokens of this virtual pod that are not due for renewal, and
+// returns when to look again (0: never).
+func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod, physicalName string, plan identityPlan) (time.Duration, error) {
+	if plan.empty() {
+		return 0, nil
+	}
+	name := TokenSecretName(physicalName)
+	existing, err := c.physicalSecrets.Secrets(c.mountNamespace).Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, err
+	}
+	found := err == nil
+	now := c.clock.Now()
+	if found {
+		if refreshAt, valid := tokenSecretValid(existing, virtual, plan, now); valid {
+			return untilRefresh(refreshAt, now), nil
+		}
+	}
+
+	data, refreshAt, err := c.issueIdentity(ctx, virtual, plan)
+	if err != nil {
+		c.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonTokenRequestFailed, "Issuing the pod's service-account token: %v", err)
+		return 0, err
+	}
+	desired := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: c.mountNamespace,
+			Name:      name,
+			Labels: map[string]string{
+				kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean,
+				LabelPodToken:                    "true",
+			},
+			Annotations: map[string]string{
+				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtual.Namespace,
+				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtual.Name,
+				kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(virtual.UID),
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+	if !refreshAt.IsZero() {
+		desired.Annotations[AnnotationTokenRefreshAt] = refreshAt.UTC().Format(time.RFC3339)
+	}
+
+	logger := klog.FromContext(ctx).WithValues("secret", klog.KObj(desired))
+	if !found {
+		if _, err := c.physicalClient.Secrets(c.mountNamespace).Create(ctx, desired, metav1.CreateOptions{}); err != nil {
+			// AlreadyExists: our cache is behind; the retry finds it.
+			return 0, fmt.Errorf("creating token Secret %s/%s: %w", c.mountNamespace, name, err)
+		}
+		logger.V(2).Info("Created token Secret")
+	} else {
+		updated := existing.DeepCopy()
+		updated.Labels, updated.Annotations, updated.Type, updated.Data = desired.Labels, desired.Annotations, desired.Type, desired.Data
+		if _, err := c.physicalClient.Secrets(c.mountNamespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return 0, fmt.Errorf("renewing token Secret %s/%s: %w", c.mountNamespace, name, err)
+		}
+		logger.V(2).Info("Renewed token Secret")
+	}
+	return untilRefresh(refreshAt, now), nil
+}
+
+func untilRefresh(refreshAt, now time.Time) time.Duration {
+	if refreshAt.IsZero() {
+		return 0
+	}
+	return max(refreshAt.Sub(now), time.Second)
+}
+
+// tokenSecretValid tells whether secret serves the virtual pod as plan
+// asks, and when its tokens are due (zero without tokens).
+func tokenSecretValid(secret *corev1.Secret, virtual *corev1.Pod, plan identityPlan, now time.Time) (time.Time, bool) {
+	if secret.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtual.UID) {
+		return time.Time{}, false
+	}
+	for _, key := range plan.keys() {
+		if _, ok := secret.Data[key]; !ok {
+			return time.Time{}, false
+		}
+	}
+	if len(plan.tokens) == 0 {
+		return time.Time{}, true
+	}
+	refreshAt, err := time.Parse(time.RFC3339, secret.Annotations[AnnotationTokenRefreshAt])
+	if err != nil || !now.Before(refreshAt) {
+		return time.Time{}, false
+	}
+	return refreshAt, true
+}
+
+// keys are the Secret keys plan needs.
+func (p identityPlan) keys() []string {
+	keys := make([]string, 0, len(p.tokens)+1+len(p.fields))
+	for _, t := range p.tokens {
+		keys = append(keys, t.key)
+	}
+	if p.caCert {
+		keys = append(keys, keyCACert)
+	}
+	return append(keys, p.fields...)
+}
+
+// issueIdentity requests the pod's tokens from the virtual cluster, bound
+// to the virtual pod so that they die with it, and collects the CA and
+// identity values. refreshAt is when the first token is due.
+func (c *Controller) issueIdentity(ctx context.Context, virtual *corev1.Pod, plan identityPlan) (map[string][]byte, time.Time, error) {
+	data := make(map[string][]byte, len(plan.keys()))
+	serviceAccount := virtual.Spec.ServiceAccountName
+	if serviceAccount == "" {
+		serviceAccount = "default"
+	}
+	var refreshAt time.Time
+	for _, t := range plan.tokens {
+		request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: ptr.To(t.expirationSeconds),
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: virtual.Name, UID: virtual.UID},
+		}}
+		if t.audience != "" {
+			request.Spec.Audiences = []string{t.audience}
+		}
+		issued, err := c.virtualClient.ServiceAccounts(virtual.Namespace).CreateToken(ctx, serviceAccount, request, metav1.CreateOptions{})
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("requesting a token for service account %s/%s: %w", virtual.Namespace, serviceAccount, err)
+		}
+		data[t.key] = []byte(issued.Status.Token)
+		if at := refreshTime(c.clock.Now(), issued.Status.ExpirationTimestamp.Time); refreshAt.IsZero() || at.Before(refreshAt) {
+			refreshAt = at
+		}
+	}
+	if plan.caCert {
+		rootCA, err := c.virtualClient.ConfigMaps(virtual.Namespace).Get(ctx, rootCAConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("reading the virtual cluster's CA: %w", err)
+		}
+		data[keyCACert] = []byte(rootCA.Data[keyCACert])
+	}
+	for _, field := range plan.fields {
+		data[field] = []byte(identityValue(virtual, field))
+	}
+	return data, refreshAt, nil
+}
+
+// deleteTokenSecret removes the token Secret of a physical pod that is
+// gone.
+func (c *Controller) deleteTokenSecret(ctx context.Context, physicalName string) error {
+	secret, err := c.physicalSecrets.Secrets(c.mountNamespace).Get(TokenSecretName(physicalName))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = c.physicalClient.Secrets(secret.Namespace).Delete(ctx, secret.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &secret.UID},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting token Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted token Secret", "secret", klog.KObj(secret))
+	return nil
+}

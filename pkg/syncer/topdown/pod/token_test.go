@@ -1,0 +1,98 @@
+package pod
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestRefreshTime(t *testing.T) {
+	tests := []struct {
+		name     string
+		lifetime time.Duration
+		want     time.Duration
+	}{
+		{name: "80% of an hour", lifetime: time.Hour, want: 48 * time.Minute},
+		{name: "capped at a day", lifetime: 30 * 24 * time.Hour, want: 24 * time.Hour},
+		{name: "expired already", lifetime: -time.Minute, want: 0},
+	}
+	for _, tt := range tests {
+		if got := refreshTime(now, now.Add(tt.lifetime)).Sub(now); got != tt.want {
+			t.Errorf("%s: refresh after %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A token not yet due is left alone until it is; then it is renewed with
+// one token request and one Secret update.
+func TestTokenRefresh(t *testing.T) {
+	virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(virtual)},
+		physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now.Add(10*time.Minute))}})
+	if result := f.mustReconcile(); result.RequeueAfter != 10*time.Minute {
+		t.Errorf("RequeueAfter = %v, want 10m", result.RequeueAfter)
+	}
+	assertWrites(t, f)
+
+	f.clock.Step(11 * time.Minute)
+	result := f.mustReconcile()
+	assertWrites(t, f, "virtual create serviceaccounts/token", "physical update secrets")
+	if want := 3607 * time.Second * 8 / 10; result.RequeueAfter != want {
+		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, want)
+	}
+	secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(secret.Data["token"]) != "token-1" {
+		t.Errorf("token = %q, want the new one", secret.Data["token"])
+	}
+	f.syncCaches()
+	f.mustReconcile()
+	assertWrites(t, f)
+}
+
+// A token Secret left by an earlier virtual pod of the same name, or one
+// missing a key, is reissued at once.
+func TestTokenSecretReissued(t *testing.T) {
+	for name, secret := range map[string]*corev1.Secret{
+		"other virtual pod": tokenSecret("earlier-uid", now.Add(time.Hour)),
+		"key missing": func() *corev1.Secret {
+			s := tokenSecret(virtualUID, now.Add(time.Hour))
+			delete(s.Data, "ca.crt")
+			return s
+		}(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+			f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(virtual)},
+				physicalSecrets: []*corev1.Secret{secret}})
+			f.mustReconcile()
+			assertWrites(t, f, "virtual create serviceaccounts/token", "physical update secrets")
+		})
+	}
+}
+
+// A physical pod that finished needs no fresh token.
+func TestNoTokenRefreshForFinishedPod(t *testing.T) {
+	virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+	physical := physicalFor(virtual)
+	physical.Status.Phase = corev1.PodSucceeded
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physical},
+		physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now.Add(-time.Minute))}})
+	if result := f.mustReconcile(); result.RequeueAfter != 0 {
+		t.Errorf("RequeueAfter = %v, want 0", result.RequeueAfter)
+	}
+	assertWrites(t, f)
+}
+
+// A deleted token Secret of a running pod is made again.
+func TestTokenSecretRecreated(t *testing.T) {
+	virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(virtual)}})
+	f.mustReconcile()
+	assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets")
+}

@@ -1,0 +1,159 @@
+// Package pv is the top-down syncer's PersistentVolume controller (spec
+// §4). For every virtual PV marked for this binding it keeps the physical
+// copy in step with the virtual PV (restoring it when someone deletes it),
+// deletes the copy and then drops the finalizer when the virtual PV is
+// deleted, and releases the copy once the claim it is bound to is no
+// longer copied for the binding, so a PV goes after its PVC. Copies are
+// first made with their claim, by dependents.Syncer.EnsurePVC.
+package pv
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
+)
+
+// Name names the controller, its queue and its metrics.
+const Name = "topdown-pv"
+
+// Options are the dependencies of the controller. All but GracePeriod,
+// Metrics and Clock are required.
+type Options struct {
+	// ClusterID is the binding's.
+	ClusterID string
+	// Syncer makes and removes the copies.
+	Syncer *dependents.Syncer
+	// VirtualPVs are scoped to the label kubeocean.io/synced-by-<clusterID>:
+	// the PVs marked for this binding.
+	VirtualPVs corev1informers.PersistentVolumeInformer
+	// PhysicalPVs are scoped to the label kubeocean.io/managed-by=kubeocean:
+	// the copies.
+	PhysicalPVs corev1informers.PersistentVolumeInformer
+	// VirtualPVCs are scoped like VirtualPVs: a PV is used while the claim
+	// it is bound to is marked.
+	VirtualPVCs corev1informers.PersistentVolumeClaimInformer
+	// GracePeriod is how long a copy stays after its claim was released;
+	// 0 means dependents.DefaultGracePeriod.
+	GracePeriod time.Duration
+	// Metrics receives reconcile and queue metrics; nil records none.
+	Metrics *controller.Metrics
+	// Clock times the grace period; default the real clock.
+	Clock clock.PassiveClock
+}
+
+// Controller reconciles virtual PVs, keyed by name.
+type Controller struct {
+	*controller.Controller[cache.ObjectName]
+
+	syncer    *dependents.Syncer
+	clusterID string
+	pvs       corev1listers.PersistentVolumeLister
+	claims    corev1listers.PersistentVolumeClaimLister
+	lifecycle *dependents.Lifecycle
+}
+
+// New builds the controller and registers its event handlers; it starts
+// nothing.
+func New(opts Options) (*Controller, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.GracePeriod == 0 {
+		opts.GracePeriod = dependents.DefaultGracePeriod
+	}
+	c := &Controller{
+		syncer:    opts.Syncer,
+		clusterID: opts.ClusterID,
+		pvs:       opts.VirtualPVs.Lister(),
+		claims:    opts.VirtualPVCs.Lister(),
+	}
+	c.lifecycle = &dependents.Lifecycle{
+		Kind:         dependents.KindPV,
+		Unused:       dependents.NewUnusedTracker(opts.Clock, opts.GracePeriod),
+		InUse:        c.inUse,
+		Ensure:       c.ensure,
+		Release:      c.release,
+		DeleteOrphan: c.deleteOrphan,
+	}
+	c.Controller = controller.New(controller.Options[cache.ObjectName]{
+		Name:      Name,
+		Reconcile: c.reconcile,
+		// Copies are released and orphans deleted from what the caches
+		// say: never before they have synced.
+		HasSynced: []cache.InformerSynced{opts.VirtualPVs.Informer().HasSynced,
+			opts.PhysicalPVs.Informer().HasSynced, opts.VirtualPVCs.Informer().HasSynced},
+		Metrics: opts.Metrics,
+	})
+	if err := c.addHandlers(opts); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return c, nil
+}
+
+func (c *Controller) addHandlers(opts Options) error {
+	if _, err := opts.VirtualPVs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
+		Enqueue: c.Enqueue,
+		Keys:    controller.ObjectKeys[*corev1.PersistentVolume],
+	}); err != nil {
+		return fmt.Errorf("registering virtual PV handler: %w", err)
+	}
+	// A copy deleted or edited by someone maps back to its virtual PV,
+	// which puts it right.
+	if _, err := opts.PhysicalPVs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
+		Enqueue: c.Enqueue,
+		Keys:    virtualKeys,
+	}); err != nil {
+		return fmt.Errorf("registering physical PV handler: %w", err)
+	}
+	// A claim marked or released changes whether its volume is used.
+	if _, err := opts.VirtualPVCs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
+		Enqueue: c.Enqueue,
+		Keys:    volumeKeys,
+	}); err != nil {
+		return fmt.Errorf("registering virtual PVC handler: %w", err)
+	}
+	return nil
+}
+
+func virtualKeys(physical *corev1.PersistentVolume) []cache.ObjectName {
+	if key, ok := dependents.VirtualKeyOf(physical, false); ok {
+		return []cache.ObjectName{key}
+	}
+	return nil
+}
+
+func volumeKeys(claim *corev1.PersistentVolumeClaim) []cache.ObjectName {
+	if claim.Spec.VolumeName == "" {
+		return nil
+	}
+	return []cache.ObjectName{{Name: claim.Spec.VolumeName}}
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.ClusterID == "" {
+		errs = append(errs, errors.New("ClusterID is required"))
+	}
+	if o.Syncer == nil {
+		errs = append(errs, errors.New("Syncer is required"))
+	}
+	if o.VirtualPVs == nil || o.PhysicalPVs == nil || o.VirtualPVCs == nil {
+		errs = append(errs, errors.New("VirtualPVs, PhysicalPVs and VirtualPVCs informers are required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	return nil
+}

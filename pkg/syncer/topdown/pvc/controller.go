@@ -1,0 +1,153 @@
+// Package pvc is the top-down syncer's PersistentVolumeClaim controller
+// (spec §4). For every virtual PVC marked for this binding it keeps the
+// physical copy in step with the virtual claim (restoring it when someone
+// deletes it; past creation only a resize can change it), deletes the copy
+// and then drops the finalizer when the virtual PVC is deleted, and
+// releases the copy once no pod of the binding mounts the claim any more.
+// The PV follows through the pv controller. Copies are first made by the
+// pod controller through package dependents (dependents.Syncer.EnsurePVC).
+package pvc
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
+)
+
+// Name names the controller, its queue and its metrics.
+const Name = "topdown-pvc"
+
+// Options are the dependencies of the controller. All but GracePeriod,
+// Metrics and Clock are required.
+type Options struct {
+	// ClusterID and MountNamespace are the binding's.
+	ClusterID, MountNamespace string
+	// Syncer makes and removes the copies.
+	Syncer *dependents.Syncer
+	// VirtualPVCs are scoped to the label
+	// kubeocean.io/synced-by-<clusterID>: the objects marked for this
+	// binding.
+	VirtualPVCs corev1informers.PersistentVolumeClaimInformer
+	// PhysicalPVCs are scoped to MountNamespace and the label
+	// kubeocean.io/managed-by=kubeocean: the copies.
+	PhysicalPVCs corev1informers.PersistentVolumeClaimInformer
+	// VirtualPods are all virtual pods the binding may run; the references
+	// index is added to the informer unless it has it.
+	VirtualPods corev1informers.PodInformer
+	// VirtualNodes are the binding's virtual nodes, which tell its pods.
+	VirtualNodes corev1informers.NodeInformer
+	// GracePeriod is how long a copy stays after the last pod using it
+	// went; 0 means dependents.DefaultGracePeriod.
+	GracePeriod time.Duration
+	// Metrics receives reconcile and queue metrics; nil records none.
+	Metrics *controller.Metrics
+	// Clock times the grace period; default the real clock.
+	Clock clock.PassiveClock
+}
+
+// Controller reconciles virtual PVCs, keyed by namespace/name.
+type Controller struct {
+	*controller.Controller[cache.ObjectName]
+
+	claims    corev1listers.PersistentVolumeClaimLister
+	lifecycle *dependents.Lifecycle
+}
+
+// New builds the controller and registers its event handlers; it starts
+// nothing.
+func New(opts Options) (*Controller, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	pods, err := dependents.NewPodReferences(opts.ClusterID, opts.MountNamespace, opts.VirtualPods, opts.VirtualNodes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.GracePeriod == 0 {
+		opts.GracePeriod = dependents.DefaultGracePeriod
+	}
+	s := opts.Syncer
+	c := &Controller{
+		claims: opts.VirtualPVCs.Lister(),
+		lifecycle: &dependents.Lifecycle{
+			Kind:   dependents.KindPVC,
+			Unused: dependents.NewUnusedTracker(opts.Clock, opts.GracePeriod),
+			InUse: func(key cache.ObjectName) (bool, error) {
+				return pods.InUse(references.KindPVC, key.Namespace, key.Name)
+			},
+			Ensure:       dependents.EnsureByKey(s.EnsurePVC),
+			Release:      dependents.ByKey(s.ReleasePVC),
+			DeleteOrphan: dependents.ByKey(s.DeleteOrphanPVC),
+		},
+	}
+	c.Controller = controller.New(controller.Options[cache.ObjectName]{
+		Name:      Name,
+		Reconcile: c.reconcile,
+		// Copies are released and orphans deleted from what the caches
+		// say: never before they have synced.
+		HasSynced: append(pods.HasSynced(), opts.VirtualPVCs.Informer().HasSynced, opts.PhysicalPVCs.Informer().HasSynced),
+		Metrics:   opts.Metrics,
+	})
+	if err := c.addHandlers(opts); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return c, nil
+}
+
+func (c *Controller) addHandlers(opts Options) error {
+	if _, err := opts.VirtualPVCs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
+		Enqueue: c.Enqueue,
+		Keys:    controller.ObjectKeys[*corev1.PersistentVolumeClaim],
+	}); err != nil {
+		return fmt.Errorf("registering virtual PVC handler: %w", err)
+	}
+	// A copy deleted or edited by someone maps back to its virtual object,
+	// which puts it right.
+	if _, err := opts.PhysicalPVCs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
+		Enqueue: c.Enqueue,
+		Keys:    virtualKeys,
+	}); err != nil {
+		return fmt.Errorf("registering physical PVC handler: %w", err)
+	}
+	if _, err := opts.VirtualPods.Informer().AddEventHandler(dependents.PodHandler(references.KindPVC, c.Enqueue)); err != nil {
+		return fmt.Errorf("registering virtual pod handler: %w", err)
+	}
+	return nil
+}
+
+func virtualKeys(physical *corev1.PersistentVolumeClaim) []cache.ObjectName {
+	if key, ok := dependents.VirtualKeyOf(physical, true); ok {
+		return []cache.ObjectName{key}
+	}
+	return nil
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.ClusterID == "" || o.MountNamespace == "" {
+		errs = append(errs, errors.New("ClusterID and MountNamespace are required"))
+	}
+	if o.Syncer == nil {
+		errs = append(errs, errors.New("Syncer is required"))
+	}
+	if o.VirtualPVCs == nil || o.PhysicalPVCs == nil || o.VirtualPods == nil || o.VirtualNodes == nil {
+		errs = append(errs, errors.New("VirtualPVCs, PhysicalPVCs, VirtualPods and VirtualNodes informers are required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package syncer
+
+import (
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/configmap"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pv"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pvc"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/secret"
+)
+
+// markedScope selects the virtual objects the top-down side copied for
+// this binding (dependents it marked with its synced-by label).
+func markedScope(clusterID string) informers.Scope {
+	return informers.Scope{LabelSelector: kubeoceanv1alpha1.SyncedByLabel(clusterID)}
+}
+
+// physicalPVScope selects the PersistentVolumes Kubeocean copied.
+func physicalPVScope() informers.Scope {
+	return informers.Scope{LabelSelector: kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean}
+}
+
+// topDownControllers builds the virtual → physical controllers: pods and
+// the ConfigMaps, Secrets, PVCs and PVs they use.
+func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
+	clusterID, mount := e.binding.Spec.ClusterID, e.binding.Spec.MountNamespace
+	p := e.process
+	v, ph := e.virtualInformers, e.physicalInformers
+
+	marked := v.Kube(markedScope(clusterID)).Core().V1()
+	copies := ph.Kube(managedPodScope(mount)).Core().V1()
+	physicalPVs := ph.Kube(physicalPVScope()).Core().V1().PersistentVolumes()
+	virtualPods := v.Kube(informers.Scope{}).Core().V1().Pods()
+	virtualNodes := v.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
+
+	deps, err := dependents.New(dependents.Options{
+		ClusterID: clusterID, MountNamespace: mount,
+		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
+		VirtualConfigMaps: marked.ConfigMaps().Lister(), VirtualSecrets: marked.Secrets().Lister(),
+		VirtualPVCs: marked.PersistentVolumeClaims().Lister(), VirtualPVs: marked.PersistentVolumes().Lister(),
+		PhysicalConfigMaps: copies.ConfigMaps().Lister(), PhysicalSecrets: copies.Secrets().Lister(),
+		PhysicalPVCs: copies.PersistentVolumeClaims().Lister(), PhysicalPVs: physicalPVs.Lister(),
+		Recorder: p.Recorder,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pods, err := pod.New(pod.Options{
+		ClusterID: clusterID, MountNamespace: mount, VirtualAPIServer: e.opts.VirtualAPIServer,
+		VirtualClient: e.virtual.Kube.CoreV1(), PhysicalClient: e.physical.Kube.CoreV1(),
+		VirtualPods: virtualPods, VirtualNodes: virtualNodes,
+		PhysicalPods: copies.Pods(), PhysicalSecrets: copies.Secrets(),
+		Dependents: deps, Recorder: p.Recorder, Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	configMaps, err := configmap.New(configmap.Options{
+		ClusterID: clusterID, MountNamespace: mount, Syncer: deps,
+		VirtualConfigMaps: marked.ConfigMaps(), PhysicalConfigMaps: copies.ConfigMaps(),
+		VirtualPods: virtualPods, VirtualNodes: virtualNodes, Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := secret.New(secret.Options{
+		ClusterID: clusterID, MountNamespace: mount, Syncer: deps,
+		VirtualSecrets: marked.Secrets(), PhysicalSecrets: copies.Secrets(),
+		VirtualPods: virtualPods, VirtualNodes: virtualNodes, VirtualPVs: marked.PersistentVolumes(), Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	claims, err := pvc.New(pvc.Options{
+		ClusterID: clusterID, MountNamespace: mount, Syncer: deps,
+		VirtualPVCs: marked.PersistentVolumeClaims(), PhysicalPVCs: copies.PersistentVolumeClaims(),
+		VirtualPods: virtualPods, VirtualNodes: virtualNodes, Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	volumes, err := pv.New(pv.Options{
+		ClusterID: clusterID, Syncer: deps,
+		VirtualPVs: marked.PersistentVolumes(), PhysicalPVs: physicalPVs, VirtualPVCs: marked.PersistentVolumeClaims(),
+		Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	workers := e.opts.Workers
+	return []app.Runnable{
+		app.ControllerRunnable(pods.Controller, e.opts.PodWorkers),
+		app.ControllerRunnable(configMaps.Controller, workers),
+		app.ControllerRunnable(secrets.Controller, workers),
+		app.ControllerRunnable(claims.Controller, workers),
+		app.ControllerRunnable(volumes.Controller, workers),
+	}, nil
+}
