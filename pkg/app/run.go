@@ -25,6 +25,9 @@ type Process struct {
 	Kube     kubernetes.Interface
 	Registry *prometheus.Registry
 	Metrics  *controller.Metrics
+	// Requests counts the API requests of clients built from Config, and
+	// of any other config the binary wraps with it.
+	Requests *RequestCounter
 	Health   *serving.Health
 	Recorder record.EventRecorderLogger
 }
@@ -53,12 +56,16 @@ func Run(ctx context.Context, opts *Options, setup Setup) error {
 	if err != nil {
 		return err
 	}
+	p := &Process{Options: opts, Config: config, Registry: serving.NewRegistry(), Health: serving.NewHealth()}
+	p.Metrics = controller.NewMetrics(p.Registry)
+	// Binaries run in the virtual cluster: their own cluster is "virtual".
+	p.Requests = NewRequestCounter(p.Registry)
+	p.Requests.Wrap(config, "virtual")
 	kube, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return err
 	}
-	p := &Process{Options: opts, Config: config, Kube: kube, Registry: serving.NewRegistry(), Health: serving.NewHealth()}
-	p.Metrics = controller.NewMetrics(p.Registry)
+	p.Kube = kube
 	if err := leaderelection.RegisterMetrics(p.Registry); err != nil {
 		return err
 	}

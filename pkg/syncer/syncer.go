@@ -101,7 +101,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	if err != nil {
 		return nil, fmt.Errorf("reading ClusterBinding %s: %w", opts.BindingName, err)
 	}
-	physical, err := physicalClients(ctx, p.Kube, binding, opts)
+	physical, err := physicalClients(ctx, p, binding, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +142,12 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 }
 
 // physicalClients builds clients from the binding's kubeconfig Secret.
-func physicalClients(ctx context.Context, virtual kubernetes.Interface, binding *kubeoceanv1alpha1.ClusterBinding, opts Options) (clusterClients, error) {
-	cache := remotecluster.NewCache(remotecluster.SecretsFromClient(virtual.CoreV1()), newClusterClients, remotecluster.Options{
+func physicalClients(ctx context.Context, p *app.Process, binding *kubeoceanv1alpha1.ClusterBinding, opts Options) (clusterClients, error) {
+	build := func(config *rest.Config) (clusterClients, error) {
+		p.Requests.Wrap(config, "physical")
+		return newClusterClients(config)
+	}
+	cache := remotecluster.NewCache(remotecluster.SecretsFromClient(p.Kube.CoreV1()), build, remotecluster.Options{
 		QPS: opts.PhysicalQPS, Burst: opts.PhysicalBurst, UserAgent: Component + "/" + binding.Name,
 	})
 	entry, err := cache.Get(ctx, binding.Spec.SecretRef.Namespace, binding.Spec.SecretRef.Name)

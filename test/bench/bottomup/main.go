@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -54,7 +55,7 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config) error {
-	logf("starting a virtual cluster (with controller-manager) and a physical cluster (with kwok)")
+	benchenv.Logf("starting a virtual cluster (with controller-manager) and a physical cluster (with kwok)")
 	clusters, err := controlplane.StartParallel(ctx,
 		controlplane.Options{Name: "bench-virtual", ControllerManager: true},
 		controlplane.Options{Name: "bench-physical", Kwok: true},
@@ -76,8 +77,8 @@ func run(ctx context.Context, cfg config) error {
 	if err := b.startSyncer(ctx); err != nil {
 		return err
 	}
-	defer b.stopSyncer()
-	if r.rssEmpty, r.cpuEmpty, err = b.settledFootprint(ctx); err != nil {
+	defer b.syncer.Stop()
+	if r.rssEmpty, r.cpuEmpty, err = b.syncer.Footprint(ctx, 15*time.Second); err != nil {
 		return err
 	}
 	if r.nodesReady, err = b.lendNodes(ctx); err != nil {
@@ -86,26 +87,22 @@ func run(ctx context.Context, cfg config) error {
 	if r.policyChange, err = b.changePolicy(ctx); err != nil {
 		return fmt.Errorf("changing the policy: %w", err)
 	}
-	if r.rssNodes, r.cpuNodes, err = b.settledFootprint(ctx); err != nil {
+	if r.rssNodes, r.cpuNodes, err = b.syncer.Footprint(ctx, 15*time.Second); err != nil {
 		return err
 	}
 	if r.foreignPods, err = b.createForeignPods(ctx); err != nil {
 		return fmt.Errorf("foreign pods: %w", err)
 	}
-	if r.rssFull, r.cpuFull, err = b.settledFootprint(ctx); err != nil {
+	if r.rssFull, r.cpuFull, err = b.syncer.Footprint(ctx, 15*time.Second); err != nil {
 		return err
 	}
 	if keep := os.Getenv("KUBEOCEAN_BENCH_KEEP_LOG"); keep != "" {
-		if data, err := os.ReadFile(b.syncerLog); err == nil {
+		if data, err := os.ReadFile(b.syncer.LogPath); err == nil {
 			_ = os.WriteFile(keep, data, 0o644)
 		}
 	}
 	r.print(cfg)
 	return nil
-}
-
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
 func init() {

@@ -8,10 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -24,22 +24,22 @@ func physicalNodeName(i int) string { return fmt.Sprintf("bench-node-%04d", i) }
 // virtual node is Ready.
 func (b *bench) lendNodes(ctx context.Context) (time.Duration, error) {
 	n := b.cfg.nodes
-	logf("creating %d kwok nodes in the physical cluster", n)
-	err := forEach(n, func(i int) error {
+	benchenv.Logf("creating %d kwok nodes in the physical cluster", n)
+	err := benchenv.ForEach(n, func(i int) error {
 		_, err := b.physKube.CoreV1().Nodes().Create(ctx, testenv.KwokNode(physicalNodeName(i), nodeCPU, "32Gi", map[string]string{"suite": "bench"}), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
-	if _, err := waitUntil(ctx, time.Now(), 10*time.Minute, "kwok makes the physical nodes Ready", func(ctx context.Context) (bool, string, error) {
-		ready, err := countReady(ctx, b.physKube, "suite=bench")
+	if _, err := benchenv.WaitUntil(ctx, time.Now(), 10*time.Minute, "kwok makes the physical nodes Ready", func(ctx context.Context) (bool, string, error) {
+		ready, err := benchenv.CountReady(ctx, b.physKube, "suite=bench")
 		return ready == n, fmt.Sprintf("%d/%d Ready", ready, n), err
 	}); err != nil {
 		return 0, err
 	}
 
-	logf("lending them: creating the ResourceLeasingPolicy")
+	benchenv.Logf("lending them: creating the ResourceLeasingPolicy")
 	policy := &kubeoceanv1alpha1.ResourceLeasingPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
 		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{
@@ -51,27 +51,10 @@ func (b *bench) lendNodes(ctx context.Context) (time.Duration, error) {
 	if _, err := b.physOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		return 0, err
 	}
-	return waitUntil(ctx, start, 15*time.Minute, "virtual nodes Ready", func(ctx context.Context) (bool, string, error) {
-		ready, err := countReady(ctx, b.virtualKube, kubeoceanv1alpha1.LabelClusterID+"="+clusterID)
+	return benchenv.WaitUntil(ctx, start, 15*time.Minute, "virtual nodes Ready", func(ctx context.Context) (bool, string, error) {
+		ready, err := benchenv.CountReady(ctx, b.virtualKube, kubeoceanv1alpha1.LabelClusterID+"="+clusterID)
 		return ready == n, fmt.Sprintf("%d/%d virtual nodes Ready", ready, n), err
 	})
-}
-
-// countReady counts the nodes matching selector whose Ready condition is True.
-func countReady(ctx context.Context, kube kubernetes.Interface, selector string) (int, error) {
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return 0, err
-	}
-	ready := 0
-	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				ready++
-			}
-		}
-	}
-	return ready, nil
 }
 
 // changePolicy halves what the policy lends and times the syncer until
@@ -83,7 +66,7 @@ func (b *bench) changePolicy(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	p.Spec.ResourceLimits[0].Percent = ptr.To[int32](25)
-	logf("changing the policy from 50%% to 25%% of CPU")
+	benchenv.Logf("changing the policy from 50%% to 25%% of CPU")
 	start := time.Now()
 	if _, err := policies.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		return 0, err
@@ -95,9 +78,9 @@ func (b *bench) changePolicy(ctx context.Context) (time.Duration, error) {
 // run and waits until every virtual node accounts for them.
 func (b *bench) createForeignPods(ctx context.Context) (time.Duration, error) {
 	total := b.cfg.nodes * b.cfg.podsPerNode
-	logf("creating %d foreign pods in the physical cluster", total)
+	benchenv.Logf("creating %d foreign pods in the physical cluster", total)
 	start := time.Now()
-	err := forEach(total, func(i int) error {
+	err := benchenv.ForEach(total, func(i int) error {
 		pod := testenv.KwokPod("bench-apps", fmt.Sprintf("foreign-%05d", i), physicalNodeName(i%b.cfg.nodes), "10m", "16Mi", nil)
 		_, err := b.physKube.CoreV1().Pods("bench-apps").Create(ctx, pod, metav1.CreateOptions{})
 		return err
@@ -105,7 +88,7 @@ func (b *bench) createForeignPods(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	logf("created in %v; waiting until the virtual nodes account for them", time.Since(start).Round(time.Millisecond))
+	benchenv.Logf("created in %v; waiting until the virtual nodes account for them", time.Since(start).Round(time.Millisecond))
 	free := resource.MustParse(nodeCPU)
 	free.Sub(*resource.NewMilliQuantity(int64(10*b.cfg.podsPerNode), resource.DecimalSI))
 	want := resource.NewMilliQuantity(free.MilliValue()/4, resource.DecimalSI)
@@ -115,7 +98,7 @@ func (b *bench) createForeignPods(ctx context.Context) (time.Duration, error) {
 // waitAllCPU waits until every virtual node advertises cpu.
 func (b *bench) waitAllCPU(ctx context.Context, start time.Time, cpu string) (time.Duration, error) {
 	want := resource.MustParse(cpu)
-	return waitUntil(ctx, start, 15*time.Minute, "virtual nodes show "+cpu+" CPU", func(ctx context.Context) (bool, string, error) {
+	return benchenv.WaitUntil(ctx, start, 15*time.Minute, "virtual nodes show "+cpu+" CPU", func(ctx context.Context) (bool, string, error) {
 		nodes, err := b.virtualKube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kubeoceanv1alpha1.LabelClusterID + "=" + clusterID})
 		if err != nil {
 			return false, "", err
