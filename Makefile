@@ -9,7 +9,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Packages that start real control planes (etcd, kube-apiserver, ...).
 INTEGRATION_PKGS := ./test/...
 
-.PHONY: all build test test-unit test-integration verify codegen crds testbin fmt vet clean bench-bottomup
+.PHONY: all build test test-unit test-integration verify codegen crds testbin fmt vet clean bench-bottomup bench-topdown
 
 all: build
 
@@ -50,3 +50,7 @@ clean:
 ## bench-bottomup: bottom-up syncer figures on real clusters (design.md §5); prints a table
 bench-bottomup: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/bottomup --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)
+
+## bench-topdown: top-down syncer figures on real clusters (design.md §5); prints a table
+bench-topdown: build testbin
+	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/topdown --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)

@@ -1,0 +1,92 @@
+// Command topdown measures the top-down syncer on real clusters and prints
+// its figures beside a floor measured in the same run (design.md §5):
+//
+//   - N pods sharing a ConfigMap and a Secret, bound to virtual nodes →
+//     pods/s until all physical pods exist and until all virtual pods are
+//     Running, beside a plain client creating the same pods straight into
+//     the physical cluster with the same QPS settings;
+//   - p50/p99 latency at a steady arrival rate, from virtual create (the
+//     pod is created bound) to physical create, and from physical Running
+//     to virtual Running;
+//   - API writes per pod by cluster, verb and resource, from the syncer's
+//     own kubeocean_client_requests_total;
+//   - writes during an idle period.
+//
+// The syncer runs as the real kubeocean-syncer binary. Run it with
+// `make bench-topdown`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
+	"github.com/kubeocean/kubeocean/test/controlplane"
+	"github.com/kubeocean/kubeocean/test/testenv"
+)
+
+type config struct {
+	pods, nodes, steadyPods int
+	rate                    float64
+	qps                     float32
+	burst                   int
+	idle                    time.Duration
+	syncerBinary            string
+}
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.pods, "pods", 2000, "pods of the throughput phase")
+	flag.IntVar(&cfg.nodes, "nodes", 10, "kwok nodes lent")
+	flag.IntVar(&cfg.steadyPods, "steady-pods", 200, "pods of the latency phase")
+	flag.Float64Var(&cfg.rate, "rate", 20, "pods per second in the latency phase")
+	qps := flag.Float64("qps", 300, "physical client QPS of the syncer and of the floor client")
+	flag.IntVar(&cfg.burst, "burst", 600, "physical client burst of the syncer and of the floor client")
+	flag.DurationVar(&cfg.idle, "idle", 5*time.Minute, "idle period whose writes are counted")
+	flag.StringVar(&cfg.syncerBinary, "syncer", "bin/kubeocean-syncer", "path of the kubeocean-syncer binary")
+	flag.Parse()
+	cfg.qps = float32(*qps)
+	klog.SetOutput(os.Stderr)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	err := run(ctx, cfg)
+	controlplane.StopAll()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchmark failed: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg config) error {
+	benchenv.Logf("starting a virtual cluster (with controller-manager) and a physical cluster (with kwok)")
+	virtual, physical, err := testenv.StartVirtualAndPhysical(ctx, controlplane.Options{ControllerManager: true}, controlplane.Options{Kwok: true})
+	if err != nil {
+		return err
+	}
+	b := newBench(cfg, virtual, physical)
+	if err := b.lendNodes(ctx); err != nil {
+		return fmt.Errorf("lending nodes: %w", err)
+	}
+	defer b.syncer.Stop()
+	var r results
+	if r.floorExist, r.floorRunning, err = b.floor(ctx); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	if r.exist, r.running, r.writes, err = b.throughput(ctx); err != nil {
+		return fmt.Errorf("throughput: %w", err)
+	}
+	if r.createLatency, r.statusLatency, err = b.steady(ctx); err != nil {
+		return fmt.Errorf("latency: %w", err)
+	}
+	if r.idleWrites, err = b.idle(ctx); err != nil {
+		return fmt.Errorf("idle: %w", err)
+	}
+	r.print(cfg)
+	return nil
+}
