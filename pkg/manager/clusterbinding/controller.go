@@ -1,0 +1,289 @@
+// Package clusterbinding runs the manager's ClusterBinding controller. For
+// each binding it:
+//
+//  1. adds the finalizer kubeocean.io/manager and sets the phase Pending on
+//     first sight;
+//  2. validates the spec, including what the CRD schema cannot express (a
+//     clusterID another, older binding already uses; a name too long for the
+//     label values it ends up in). An invalid binding is Failed, with a
+//     condition and an event, and is not retried until it changes;
+//  3. checks the physical cluster through the kubeconfig Secret (package
+//     connectivity: parse, reach within 30 s, review the syncer's
+//     permissions). A broken Secret or kubeconfig is Failed and waits for the
+//     binding or the Secret to change; an unreachable cluster or missing
+//     permissions is Failed and retried with backoff 30s, 60s, ... 5m, the
+//     count kept in the annotation kubeocean.io/connect-backoff so that it
+//     survives restarts. A changed Secret is noticed at once: Secrets are
+//     watched and mapped to the bindings that reference them. A connected
+//     binding is checked again every few minutes;
+//  4. runs its syncer (package syncers, as a Deployment or in-process) and
+//     reports it in the SyncerReady condition. The binding is Ready once its
+//     syncer is. A failing check never stops a syncer that runs: only
+//     unbinding does.
+//
+// # Unbinding
+//
+// A deleted binding keeps its syncer running while the syncer's finalizer
+// kubeocean.io/syncer is on it: the syncer removes its virtual nodes, the
+// physical objects it created in the mount namespace and its finalizers and
+// labels on virtual objects, then drops its finalizer. The manager then
+// stops (in-process) or deletes (Deployment, in the foreground) the syncer
+// and drops kubeocean.io/manager, which releases the binding. Delete
+// bindings in the background (the default): in the foreground the garbage
+// collector deletes the syncer Deployment, which the binding owns, before
+// the syncer has cleaned up.
+//
+// When the physical cluster is gone or its credentials are revoked, the
+// syncer cannot clean up and the unbinding waits: Ready=False with reason
+// Unbinding, or UnbindingBlocked (phase Failed, with the syncer's error)
+// when the syncer cannot even run. Annotate the binding with
+// kubeocean.io/force-unbind=true to finish anyway: the manager stops the
+// syncer, removes the syncer's finalizer and its own, and records a Warning
+// event (ForceUnbind) listing what may be left behind, so it can be removed
+// by hand.
+package clusterbinding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	kubeoceanv1alpha1client "github.com/kubeocean/kubeocean/generated/clientset/versioned/typed/kubeocean/v1alpha1"
+	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions/kubeocean/v1alpha1"
+	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/manager/connectivity"
+	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
+	"github.com/kubeocean/kubeocean/pkg/remotecluster"
+)
+
+// ControllerName names the controller, its queue and its metrics.
+const ControllerName = "manager-clusterbinding"
+
+// DefaultRecheckInterval is how often a connected binding's physical
+// cluster is checked again.
+const DefaultRecheckInterval = 5 * time.Minute
+
+// Indexes the controller adds to the binding informer.
+const (
+	clusterIDIndex = "clusterID"
+	secretIndex    = "secretRef"
+)
+
+// Checker checks a binding's physical cluster; *connectivity.Checker is
+// the implementation.
+type Checker interface {
+	Check(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec) *connectivity.Failure
+	Forget(namespace, name string)
+}
+
+// Options are the dependencies of the controller.
+type Options struct {
+	// Client writes bindings (metadata and status) in the virtual cluster.
+	Client kubeoceanv1alpha1client.ClusterBindingsGetter
+	// Bindings is an informer on every ClusterBinding; New adds its
+	// indexes, so it must not have started.
+	Bindings kubeoceaninformers.ClusterBindingInformer
+	// Secrets is an informer on the virtual cluster's Secrets, ideally
+	// slimmed with SlimSecret.
+	Secrets corev1informers.SecretInformer
+	// Checker checks the physical clusters.
+	Checker Checker
+	// Syncers runs the syncers.
+	Syncers syncers.Runner
+	// Recorder records events on bindings.
+	Recorder record.EventRecorder
+	// Metrics receives the controller's reconcile metrics; nil records none.
+	Metrics *controller.Metrics
+	// Registry receives the manager's own metrics; nil registers none.
+	Registry prometheus.Registerer
+	// RecheckInterval is how often a connected binding is checked again;
+	// zero means DefaultRecheckInterval.
+	RecheckInterval time.Duration
+	// Clock stamps the status and drives the queue; nil is the real clock.
+	Clock clock.WithTicker
+}
+
+// Controller reconciles ClusterBindings, keyed by name.
+type Controller struct {
+	*controller.Controller[string]
+
+	client   kubeoceanv1alpha1client.ClusterBindingsGetter
+	bindings kubeoceanlisters.ClusterBindingLister
+	index    cache.Indexer
+	secrets  corev1listers.SecretLister
+	checker  Checker
+	syncers  syncers.Runner
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	recheck  time.Duration
+	records  *connRecords
+	metrics  *metrics
+}
+
+// New builds the controller, adds its indexes and registers its handlers
+// and metrics; it starts nothing.
+func New(opts Options) (*Controller, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.RecheckInterval <= 0 {
+		opts.RecheckInterval = DefaultRecheckInterval
+	}
+	bindingInformer := opts.Bindings.Informer()
+	if err := bindingInformer.AddIndexers(cache.Indexers{clusterIDIndex: byClusterID, secretIndex: bySecret}); err != nil {
+		return nil, fmt.Errorf("adding the binding indexes: %w", err)
+	}
+	c := &Controller{
+		client: opts.Client, bindings: opts.Bindings.Lister(), index: bindingInformer.GetIndexer(),
+		secrets: opts.Secrets.Lister(), checker: opts.Checker, syncers: opts.Syncers, recorder: opts.Recorder,
+		clock: opts.Clock, recheck: opts.RecheckInterval, records: newConnRecords(),
+	}
+	metrics, err := newMetrics(opts.Registry, c.bindings, opts.Syncers)
+	if err != nil {
+		return nil, err
+	}
+	c.metrics = metrics
+
+	c.Controller = controller.New(controller.Options[string]{
+		Name:      ControllerName,
+		Reconcile: c.reconcile,
+		HasSynced: []cache.InformerSynced{opts.Syncers.HasSynced},
+		Metrics:   opts.Metrics,
+		Clock:     opts.Clock,
+	})
+	if err := c.Watch(bindingInformer, bindingHandler(c.index, c.Enqueue)); err != nil {
+		return nil, err
+	}
+	if err := c.Watch(opts.Secrets.Informer(), secretHandler(c.index, c.Enqueue)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (opts *Options) validate() error {
+	var errs []error
+	if opts.Client == nil {
+		errs = append(errs, errors.New("option Client is required"))
+	}
+	if opts.Bindings == nil || opts.Secrets == nil {
+		errs = append(errs, errors.New("options Bindings and Secrets are required"))
+	}
+	if opts.Checker == nil || opts.Syncers == nil || opts.Recorder == nil {
+		errs = append(errs, errors.New("options Checker, Syncers and Recorder are required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clusterbinding controller options: %w", err)
+	}
+	return nil
+}
+
+// EnqueueAll reconciles every binding, e.g. after the syncer templates changed.
+func (c *Controller) EnqueueAll() {
+	bindings, err := c.bindings.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, b := range bindings {
+		c.Enqueue(b.Name)
+	}
+}
+
+func byClusterID(obj any) ([]string, error) {
+	b, ok := obj.(*kubeoceanv1alpha1.ClusterBinding)
+	if !ok || b.Spec.ClusterID == "" {
+		return nil, nil
+	}
+	return []string{b.Spec.ClusterID}, nil
+}
+
+func bySecret(obj any) ([]string, error) {
+	b, ok := obj.(*kubeoceanv1alpha1.ClusterBinding)
+	if !ok {
+		return nil, nil
+	}
+	return []string{secretKey(b.Spec.SecretRef)}, nil
+}
+
+func secretKey(ref kubeoceanv1alpha1.SecretReference) string {
+	return ref.Namespace + "/" + ref.Name
+}
+
+// bindingHandler enqueues a binding and, so that a clusterID freed by a
+// deleted binding goes to the next one, the other bindings with its
+// clusterID. Status-only updates (the controller's own writes) are dropped.
+func bindingHandler(index cache.Indexer, enqueue func(string)) controller.Handler[*kubeoceanv1alpha1.ClusterBinding, string] {
+	return controller.Handler[*kubeoceanv1alpha1.ClusterBinding, string]{
+		Enqueue: enqueue,
+		Keys: func(b *kubeoceanv1alpha1.ClusterBinding) []string {
+			keys := []string{b.Name}
+			peers, _ := index.ByIndex(clusterIDIndex, b.Spec.ClusterID)
+			for _, obj := range peers {
+				if peer, ok := obj.(*kubeoceanv1alpha1.ClusterBinding); ok && peer.Name != b.Name {
+					keys = append(keys, peer.Name)
+				}
+			}
+			return keys
+		},
+		Changed: func(oldB, newB *kubeoceanv1alpha1.ClusterBinding) bool {
+			return oldB.Generation != newB.Generation ||
+				!oldB.DeletionTimestamp.Equal(newB.DeletionTimestamp) ||
+				!slices.Equal(oldB.Finalizers, newB.Finalizers) ||
+				!maps.Equal(oldB.Annotations, newB.Annotations) ||
+				oldB.UID != newB.UID
+		},
+	}
+}
+
+// secretHandler maps a Secret to the bindings that reference it; a Secret
+// that no binding references costs one index lookup.
+func secretHandler(index cache.Indexer, enqueue func(string)) controller.Handler[*corev1.Secret, string] {
+	return controller.Handler[*corev1.Secret, string]{
+		Enqueue: enqueue,
+		Keys: func(s *corev1.Secret) []string {
+			objs, _ := index.ByIndex(secretIndex, s.Namespace+"/"+s.Name)
+			keys := make([]string, 0, len(objs))
+			for _, obj := range objs {
+				if b, ok := obj.(*kubeoceanv1alpha1.ClusterBinding); ok {
+					keys = append(keys, b.Name)
+				}
+			}
+			return keys
+		},
+		Changed: func(oldS, newS *corev1.Secret) bool {
+			return !maps.EqualFunc(oldS.Data, newS.Data, slices.Equal[[]byte])
+		},
+	}
+}
+
+// SlimSecret is a transform for the Secret informer: it keeps whole only
+// the Secrets that hold a kubeconfig and drops the data and annotations of
+// the others, so the cache grows with the kubeconfig Secrets rather than
+// with every Secret of the virtual cluster.
+func SlimSecret(obj any) (any, error) {
+	secret, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	if _, ok := secret.Data[remotecluster.KubeconfigKey]; ok {
+		return secret, nil
+	}
+	secret.Data, secret.StringData, secret.Annotations = nil, nil, nil
+	return secret, nil
+}

@@ -1,0 +1,227 @@
+package clusterbinding
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
+	kubeoceaninformerfactory "github.com/kubeocean/kubeocean/generated/informers/externalversions"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/manager/connectivity"
+	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
+)
+
+var start = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+// fakeChecker answers checks with failure (nil: success) and counts them.
+type fakeChecker struct {
+	mu        sync.Mutex
+	failure   *connectivity.Failure
+	checks    int
+	forgotten []string
+}
+
+func (c *fakeChecker) Check(context.Context, *kubeoceanv1alpha1.ClusterBindingSpec) *connectivity.Failure {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checks++
+	return c.failure
+}
+
+func (c *fakeChecker) Forget(namespace, name string) {
+	c.forgotten = append(c.forgotten, namespace+"/"+name)
+}
+
+func (c *fakeChecker) fail(f *connectivity.Failure) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failure = f
+}
+
+// fakeRunner is a syncer runner whose state the test sets.
+type fakeRunner struct {
+	state   syncers.State
+	running map[string]bool
+	gone    bool
+	ensured []string // binding/kubeconfigHash per Ensure
+	removed []string
+}
+
+func newFakeRunner() *fakeRunner {
+	return &fakeRunner{state: syncers.State{Phase: syncers.PhaseReady, Reason: syncers.ReasonRunning, Message: "runs"}, running: map[string]bool{}, gone: true}
+}
+
+func (r *fakeRunner) Ensure(_ context.Context, b *kubeoceanv1alpha1.ClusterBinding, hash string) (syncers.State, error) {
+	r.ensured = append(r.ensured, b.Name+"/"+hash)
+	r.running[b.Name] = true
+	return r.state, nil
+}
+
+func (r *fakeRunner) Observe(b *kubeoceanv1alpha1.ClusterBinding) (syncers.State, bool) {
+	return r.state, r.running[b.Name]
+}
+
+func (r *fakeRunner) Remove(_ context.Context, b *kubeoceanv1alpha1.ClusterBinding) (bool, error) {
+	r.removed = append(r.removed, b.Name)
+	if r.gone {
+		delete(r.running, b.Name)
+	}
+	return r.gone, nil
+}
+
+func (r *fakeRunner) HasSynced() bool { return true }
+func (r *fakeRunner) Running() int    { return len(r.running) }
+
+// fixture is a controller over fake clients whose caches are seeded by
+// hand, so a test decides exactly what each reconcile sees.
+type fixture struct {
+	t        *testing.T
+	ctx      context.Context
+	client   *fake.Clientset
+	bindings cache.Indexer
+	secrets  cache.Indexer
+	checker  *fakeChecker
+	runner   *fakeRunner
+	recorder *record.FakeRecorder
+	clock    *clocktesting.FakeClock
+	c        *Controller
+}
+
+func newFixture(t *testing.T, bindings []*kubeoceanv1alpha1.ClusterBinding, secrets ...*corev1.Secret) *fixture {
+	t.Helper()
+	objects := make([]runtime.Object, len(bindings))
+	for i, b := range bindings {
+		objects[i] = b
+	}
+	f := &fixture{
+		t: t, client: fake.NewClientset(objects...), checker: &fakeChecker{}, runner: newFakeRunner(),
+		recorder: record.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(start),
+	}
+	_, f.ctx = ktesting.NewTestContext(t)
+	f.c = f.newController()
+	for _, b := range bindings {
+		f.mustAdd(f.bindings, b)
+	}
+	for _, s := range secrets {
+		f.mustAdd(f.secrets, s)
+	}
+	return f
+}
+
+// newController builds a controller over the fixture's clients, as a
+// restarted manager would; the caches start empty.
+func (f *fixture) newController() *Controller {
+	f.t.Helper()
+	oceanFactory := kubeoceaninformerfactory.NewSharedInformerFactory(f.client, 0)
+	kubeFactory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
+	bindingInformer := oceanFactory.Kubeocean().V1alpha1().ClusterBindings()
+	secretInformer := kubeFactory.Core().V1().Secrets()
+	c, err := New(Options{
+		Client: f.client.KubeoceanV1alpha1(), Bindings: bindingInformer, Secrets: secretInformer,
+		Checker: f.checker, Syncers: f.runner, Recorder: f.recorder, Clock: f.clock,
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.bindings, f.secrets = bindingInformer.Informer().GetIndexer(), secretInformer.Informer().GetIndexer()
+	return c
+}
+
+func (f *fixture) mustAdd(indexer cache.Indexer, obj any) {
+	f.t.Helper()
+	if err := indexer.Add(obj); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// reconcile runs one reconcile and returns its result, its error and the
+// writes it made; the writes are fed back into the cache, as the informer
+// would.
+func (f *fixture) reconcile(name string) (controller.Result, error, []clienttesting.Action) {
+	f.t.Helper()
+	f.client.ClearActions()
+	result, err := f.c.reconcile(f.ctx, name)
+	actions := f.client.Actions()
+	for _, a := range actions {
+		if update, ok := a.(clienttesting.UpdateAction); ok {
+			if err := f.bindings.Update(update.GetObject()); err != nil {
+				f.t.Fatal(err)
+			}
+		}
+	}
+	return result, err, actions
+}
+
+func (f *fixture) cached(name string) *kubeoceanv1alpha1.ClusterBinding {
+	f.t.Helper()
+	obj, exists, err := f.bindings.GetByKey(name)
+	if err != nil || !exists {
+		f.t.Fatalf("binding %s not cached: %v", name, err)
+	}
+	return obj.(*kubeoceanv1alpha1.ClusterBinding)
+}
+
+// events drains the events recorded so far.
+func (f *fixture) events() []string {
+	var got []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			got = append(got, e)
+		default:
+			return got
+		}
+	}
+}
+
+func newBinding(name, clusterID string) *kubeoceanv1alpha1.ClusterBinding {
+	return &kubeoceanv1alpha1.ClusterBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Generation: 1, ResourceVersion: "1",
+			CreationTimestamp: metav1.NewTime(start.Add(-time.Hour))},
+		Spec: kubeoceanv1alpha1.ClusterBindingSpec{
+			ClusterID: clusterID, MountNamespace: "mount-" + clusterID,
+			SecretRef: kubeoceanv1alpha1.SecretReference{Namespace: "kubeocean-system", Name: name + "-kubeconfig"},
+		},
+	}
+}
+
+// bound is a binding past its first reconciles: finalizer and phase set.
+func bound(b *kubeoceanv1alpha1.ClusterBinding) *kubeoceanv1alpha1.ClusterBinding {
+	b.Finalizers = append(b.Finalizers, managerFinalizer)
+	b.Status.Phase = kubeoceanv1alpha1.ClusterBindingPending
+	return b
+}
+
+func kubeconfigSecret(b *kubeoceanv1alpha1.ClusterBinding, content string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.Spec.SecretRef.Namespace, Name: b.Spec.SecretRef.Name, ResourceVersion: "1"},
+		Data:       map[string][]byte{"kubeconfig": []byte(content)},
+	}
+}
+
+func verbs(actions []clienttesting.Action) []string {
+	var got []string
+	for _, a := range actions {
+		verb := a.GetVerb()
+		if a.GetSubresource() != "" {
+			verb += "/" + a.GetSubresource()
+		}
+		got = append(got, verb)
+	}
+	return got
+}

@@ -1,0 +1,160 @@
+package connectivity
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// Scope says where an Access is needed.
+type Scope int
+
+const (
+	// ClusterScoped resources (nodes, PVs, policies).
+	ClusterScoped Scope = iota
+	// AllNamespaces: a namespaced resource in every namespace.
+	AllNamespaces
+	// MountNamespace: a namespaced resource in the binding's mount namespace.
+	MountNamespace
+)
+
+// Access is a set of verbs on one resource.
+type Access struct {
+	Group       string
+	Resource    string
+	Subresource string
+	Scope       Scope
+	// Namespace is the mount namespace, filled in by MissingAccess.
+	Namespace string
+	Verbs     []string
+}
+
+var (
+	readVerbs    = []string{"get", "list", "watch"}
+	managedVerbs = []string{"get", "list", "watch", "create", "update", "delete"}
+)
+
+// SyncerAccess is what the syncer does in the physical cluster. The
+// bottom-up half reads nodes, CSINodes and every pod (their usage shrinks
+// what a node lends) and keeps the policies' finalizer and status; the
+// top-down half creates, patches and deletes pods in the mount namespace and
+// manages the copies of their ConfigMaps, Secrets and PVCs there, and of
+// the PVs they bind. Keep it in step with the syncer's controllers and with
+// the physical-cluster RBAC in manifests/rbac.
+var SyncerAccess = []Access{
+	{Resource: "nodes", Verbs: readVerbs},
+	{Resource: "pods", Scope: AllNamespaces, Verbs: []string{"list", "watch"}},
+	{Group: "storage.k8s.io", Resource: "csinodes", Verbs: readVerbs},
+	{Group: kubeoceanv1alpha1.GroupName, Resource: "resourceleasingpolicies", Verbs: []string{"get", "list", "watch", "update", "patch"}},
+	{Group: kubeoceanv1alpha1.GroupName, Resource: "resourceleasingpolicies", Subresource: "status", Verbs: []string{"update"}},
+	{Resource: "persistentvolumes", Verbs: managedVerbs},
+	{Resource: "pods", Scope: MountNamespace, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	{Resource: "configmaps", Scope: MountNamespace, Verbs: managedVerbs},
+	{Resource: "secrets", Scope: MountNamespace, Verbs: managedVerbs},
+	{Resource: "persistentvolumeclaims", Scope: MountNamespace, Verbs: managedVerbs},
+}
+
+// reviewConcurrency bounds the access reviews in flight per check.
+const reviewConcurrency = 8
+
+// MissingAccess asks the physical cluster, one SelfSubjectAccessReview per
+// verb, which of SyncerAccess the client's credentials lack. It returns the
+// missing verbs grouped like SyncerAccess, in its order.
+func MissingAccess(ctx context.Context, client authorizationv1client.SelfSubjectAccessReviewsGetter, mountNamespace string) ([]Access, error) {
+	type review struct {
+		access  Access
+		verb    string
+		allowed bool
+		err     error
+	}
+	var reviews []*review
+	for _, a := range SyncerAccess {
+		if a.Scope == MountNamespace {
+			a.Namespace = mountNamespace
+		}
+		for _, verb := range a.Verbs {
+			reviews = append(reviews, &review{access: a, verb: verb})
+		}
+	}
+	slots := make(chan struct{}, reviewConcurrency)
+	var wg sync.WaitGroup
+	for _, r := range reviews {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r.allowed, r.err = allowed(ctx, client, r.access, r.verb)
+		})
+	}
+	wg.Wait()
+
+	var missing []Access
+	for _, r := range reviews {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.allowed {
+			continue
+		}
+		if n := len(missing); n == 0 || !sameResource(missing[n-1], r.access) {
+			a := r.access
+			a.Verbs = nil
+			missing = append(missing, a)
+		}
+		last := &missing[len(missing)-1]
+		last.Verbs = append(last.Verbs, r.verb)
+	}
+	return missing, nil
+}
+
+func sameResource(a, b Access) bool {
+	return a.Group == b.Group && a.Resource == b.Resource && a.Subresource == b.Subresource && a.Scope == b.Scope
+}
+
+func allowed(ctx context.Context, client authorizationv1client.SelfSubjectAccessReviewsGetter, a Access, verb string) (bool, error) {
+	review := &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group: a.Group, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace, Verb: verb,
+		}},
+	}
+	result, err := client.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("reviewing %s %s: %w", verb, a.describe(), err)
+	}
+	return result.Status.Allowed, nil
+}
+
+// DescribeMissing renders missing access for a condition message, e.g.
+// "list, watch nodes; create, delete pods in namespace mount-a".
+func DescribeMissing(missing []Access) string {
+	parts := make([]string, 0, len(missing))
+	for _, a := range missing {
+		parts = append(parts, strings.Join(a.Verbs, ", ")+" "+a.describe())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describe names the resource the way kubectl does (resource.group, then
+// /subresource), with where it is needed.
+func (a Access) describe() string {
+	name := a.Resource
+	if a.Group != "" {
+		name += "." + a.Group
+	}
+	if a.Subresource != "" {
+		name += "/" + a.Subresource
+	}
+	switch a.Scope {
+	case AllNamespaces:
+		name += " in all namespaces"
+	case MountNamespace:
+		name += " in namespace " + a.Namespace
+	}
+	return name
+}

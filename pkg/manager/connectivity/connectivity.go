@@ -1,0 +1,149 @@
+// Package connectivity checks what the manager must know before it runs a
+// ClusterBinding's syncer: that the kubeconfig Secret can be read and
+// parsed, that the physical cluster answers within a deadline, and that the
+// credentials may do what the syncer does there. Clients are cached per
+// Secret (remotecluster.Cache: rebuilt when the kubeconfig changes or the
+// entry ages), each with its own rate limit.
+//
+// A failure says whether retrying can help: a missing Secret or a broken
+// kubeconfig cannot be fixed by waiting (Permanent), an unreachable server or
+// missing permissions can (the caller retries with backoff).
+package connectivity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/remotecluster"
+)
+
+// DefaultTimeout bounds one whole check, so an unreachable cluster costs a
+// worker at most this long.
+const DefaultTimeout = 30 * time.Second
+
+// Reasons of failures that are not remotecluster.ConfigErrors. All reasons
+// are CamelCase so they can be used as condition reasons.
+const (
+	// ReasonSecretUnreadable: the Secret could not be read for a reason
+	// other than its absence (an API error).
+	ReasonSecretUnreadable = "KubeconfigSecretUnreadable"
+	// ReasonUnreachable: the physical API server did not answer.
+	ReasonUnreachable = "Unreachable"
+	// ReasonAccessReviewFailed: the permissions could not be checked.
+	ReasonAccessReviewFailed = "AccessReviewFailed"
+	// ReasonInsufficientPermissions: the credentials lack permissions the
+	// syncer needs.
+	ReasonInsufficientPermissions = "InsufficientPermissions"
+)
+
+// Failure is why a check failed.
+type Failure struct {
+	// Reason classifies the failure; see the Reason constants and
+	// remotecluster.ConfigErrorReason.
+	Reason string
+	// Message tells the user what is wrong, naming the Secret or server.
+	Message string
+	// Permanent failures are the user's input (Secret, kubeconfig):
+	// retrying cannot fix them until the binding or the Secret changes.
+	Permanent bool
+	// Err is the underlying error.
+	Err error
+}
+
+func (f *Failure) Error() string { return f.Message }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Options configure a Checker.
+type Options struct {
+	// QPS and Burst limit the checks' requests to one physical cluster.
+	QPS   float32
+	Burst int
+	// UserAgent identifies the manager to the physical API servers.
+	UserAgent string
+	// Timeout bounds one check; zero means DefaultTimeout.
+	Timeout time.Duration
+	// AllowExternalCredentials accepts kubeconfigs with exec plugins or
+	// file paths; see remotecluster.Options.
+	AllowExternalCredentials bool
+	// Build makes the client of one cluster; nil means
+	// remotecluster.NewKubeClientset. Tests return fake clientsets.
+	Build remotecluster.BuildFunc[kubernetes.Interface]
+	// Clock ages the cached clients; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Checker checks bindings' physical clusters. It is safe for concurrent use.
+type Checker struct {
+	cache   *remotecluster.Cache[kubernetes.Interface]
+	timeout time.Duration
+}
+
+// New returns a Checker reading kubeconfig Secrets through secrets.
+func New(secrets remotecluster.SecretGetter, opts Options) *Checker {
+	build := opts.Build
+	if build == nil {
+		build = remotecluster.NewKubeClientset
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	cache := remotecluster.NewCache(secrets, build, remotecluster.Options{
+		QPS: opts.QPS, Burst: opts.Burst, UserAgent: opts.UserAgent, Timeout: timeout,
+		AllowExternalCredentials: opts.AllowExternalCredentials, Clock: opts.Clock,
+	})
+	return &Checker{cache: cache, timeout: timeout}
+}
+
+// Check reads the binding's kubeconfig, asks the physical cluster for its
+// version and reviews the syncer's permissions there. It returns nil when
+// everything is in order.
+func (c *Checker) Check(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec) *Failure {
+	ref := spec.SecretRef
+	entry, err := c.cache.Get(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		var configErr *remotecluster.ConfigError
+		if errors.As(err, &configErr) {
+			return &Failure{Reason: string(configErr.Reason), Message: configErr.Error(), Permanent: true, Err: err}
+		}
+		return &Failure{Reason: ReasonSecretUnreadable, Message: err.Error(), Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if err := remotecluster.Probe(ctx, entry.Clients); err != nil {
+		return &Failure{
+			Reason:  ReasonUnreachable,
+			Message: fmt.Sprintf("the physical cluster at %s (kubeconfig secret %s/%s) did not answer: %v", entry.Config.Host, ref.Namespace, ref.Name, err),
+			Err:     err,
+		}
+	}
+	missing, err := MissingAccess(ctx, entry.Clients.AuthorizationV1(), spec.MountNamespace)
+	if err != nil {
+		return &Failure{
+			Reason:  ReasonAccessReviewFailed,
+			Message: fmt.Sprintf("could not review the permissions of kubeconfig secret %s/%s in the physical cluster: %v", ref.Namespace, ref.Name, err),
+			Err:     err,
+		}
+	}
+	if len(missing) > 0 {
+		return &Failure{
+			Reason: ReasonInsufficientPermissions,
+			Message: fmt.Sprintf("the credentials in kubeconfig secret %s/%s lack permissions the syncer needs in the physical cluster: %s",
+				ref.Namespace, ref.Name, DescribeMissing(missing)),
+		}
+	}
+	klog.FromContext(ctx).V(4).Info("Physical cluster checked", "host", entry.Config.Host)
+	return nil
+}
+
+// Forget drops the cached clients of a Secret no binding refers to any more.
+func (c *Checker) Forget(namespace, name string) {
+	c.cache.Forget(namespace, name)
+}

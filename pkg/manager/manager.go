@@ -1,0 +1,145 @@
+// Package manager wires kubeocean-manager: the ClusterBinding controller
+// and the syncers it runs, in the mode --syncer-mode selects, on informers
+// of the virtual cluster. cmd/kubeocean-manager runs Setup with app.Run,
+// which adds leader election (Lease kubeocean-manager), metrics, health
+// probes and graceful shutdown.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
+	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
+	"github.com/kubeocean/kubeocean/pkg/manager/connectivity"
+	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
+	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
+	"github.com/kubeocean/kubeocean/pkg/remotecluster"
+	"github.com/kubeocean/kubeocean/pkg/serving"
+	"github.com/kubeocean/kubeocean/pkg/syncer"
+)
+
+// Component is the manager's name in user agents, events and its Lease.
+const Component = "kubeocean-manager"
+
+// Limits of the connectivity checks' requests to one physical cluster: a
+// check makes a few dozen access reviews at once.
+const (
+	checkQPS   = 20
+	checkBurst = 50
+)
+
+// syncCheckTimeout bounds the readiness check on informer sync.
+const syncCheckTimeout = time.Second
+
+// Setup returns the app.Setup of the manager.
+func Setup(opts Options) app.Setup {
+	return func(ctx context.Context, p *app.Process) ([]app.Runnable, error) {
+		if err := opts.Validate(); err != nil {
+			return nil, err
+		}
+		return setup(ctx, p, opts)
+	}
+}
+
+func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, error) {
+	ocean, err := kubeoceanclient.NewForConfig(p.Config)
+	if err != nil {
+		return nil, err
+	}
+	virtual := informers.NewCluster("virtual", p.Kube, ocean, 0)
+	bindings := virtual.Kubeocean(informers.Scope{}).Kubeocean().V1alpha1().ClusterBindings()
+	secrets := virtual.Kube(informers.Scope{Slim: clusterbinding.SlimSecret, SlimName: "kubeconfig-secrets"}).Core().V1().Secrets()
+
+	// The runners report to the controller, which is built after them.
+	var bindingController *clusterbinding.Controller
+	enqueue := func(name string) { bindingController.Enqueue(name) }
+	runner, runnables, err := newRunner(ctx, p, opts, virtual, enqueue, func() { bindingController.EnqueueAll() })
+	if err != nil {
+		return nil, err
+	}
+	checker := connectivity.New(remotecluster.SecretsFromLister(secrets.Lister()), connectivity.Options{
+		QPS: checkQPS, Burst: checkBurst, UserAgent: Component,
+		Build: func(config *rest.Config) (kubernetes.Interface, error) {
+			p.Requests.Wrap(config, "physical")
+			return kubernetes.NewForConfig(config)
+		},
+	})
+	bindingController, err = clusterbinding.New(clusterbinding.Options{
+		Client: ocean.KubeoceanV1alpha1(), Bindings: bindings, Secrets: secrets,
+		Checker: checker, Syncers: runner, Recorder: p.Recorder,
+		Metrics: p.Metrics, Registry: p.Registry, RecheckInterval: opts.RecheckInterval,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	virtual.Start(ctx)
+	p.Health.AddReadyz(serving.Check{Name: "informers-synced", Fn: func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), syncCheckTimeout)
+		defer cancel()
+		return virtual.WaitForCacheSync(ctx)
+	}})
+	return append(runnables,
+		app.ControllerRunnable(bindingController.Controller, opts.Workers),
+		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
+			<-ctx.Done()
+			virtual.Shutdown()
+			return nil
+		}},
+	), nil
+}
+
+// newRunner builds the syncer runner of opts.SyncerMode and what it needs
+// to run. enqueue reports a change to one binding's syncer, enqueueAll a
+// change to all of them (the templates).
+func newRunner(ctx context.Context, p *app.Process, opts Options, virtual *informers.Cluster,
+	enqueue func(string), enqueueAll func()) (syncers.Runner, []app.Runnable, error) {
+	if opts.SyncerMode == ModeInProcess {
+		runner, err := syncers.NewInProcess(ctx, syncers.InProcessOptions{
+			Process: p,
+			Syncer: syncer.Options{
+				Workers: opts.SyncerWorkers, PodWorkers: opts.SyncerPodWorkers, VirtualAPIServer: opts.VirtualAPIServerAddress,
+				PhysicalQPS: opts.PhysicalQPS, PhysicalBurst: opts.PhysicalBurst,
+			},
+			Recorder: p.Recorder, OnChange: enqueue,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return runner, []app.Runnable{{Name: "in-process-syncers", Run: runner.Run}}, nil
+	}
+
+	templates, err := syncertemplate.NewSource(opts.SyncerTemplateDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	scoped := virtual.Kube(informers.Scope{Namespace: opts.SyncerNamespace, LabelSelector: syncers.ManagedSelector})
+	var args []string
+	if opts.VirtualAPIServerAddress != "" {
+		args = append(args, "--virtual-apiserver-address="+opts.VirtualAPIServerAddress)
+	}
+	runner, err := syncers.NewDeployments(syncers.DeploymentsOptions{
+		Namespace: opts.SyncerNamespace, Image: opts.SyncerImage, ServiceAccountName: opts.SyncerServiceAccount,
+		Args:              args,
+		Templates:         templates,
+		DeploymentsClient: p.Kube.AppsV1(), ServiceAccountsClient: p.Kube.CoreV1(), ConfigMapsClient: p.Kube.CoreV1(),
+		Deployments: scoped.Apps().V1().Deployments(), ServiceAccounts: scoped.Core().V1().ServiceAccounts(),
+		ConfigMaps: scoped.Core().V1().ConfigMaps(),
+		Recorder:   p.Recorder, OnChange: enqueue,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("deployment syncers: %w", err)
+	}
+	watch := app.Runnable{Name: "syncer-templates", Run: func(ctx context.Context) error {
+		return templates.Watch(ctx, opts.TemplatePollInterval, enqueueAll)
+	}}
+	return runner, []app.Runnable{watch}, nil
+}

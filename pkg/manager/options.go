@@ -1,0 +1,109 @@
+package manager
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
+	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
+)
+
+// Syncer modes (--syncer-mode).
+const (
+	// ModeDeployment runs each syncer as a Deployment rendered from the
+	// syncer templates; for production.
+	ModeDeployment = "deployment"
+	// ModeInProcess runs each syncer inside the manager; for local and
+	// small setups and demos.
+	ModeInProcess = "in-process"
+)
+
+// Options configure the manager beyond the shared process flags.
+type Options struct {
+	// SyncerMode is ModeDeployment or ModeInProcess.
+	SyncerMode string
+	// SyncerTemplateDir holds the syncer templates (deployment mode).
+	SyncerTemplateDir string
+	// SyncerImage is the image of syncer Deployments.
+	SyncerImage string
+	// SyncerNamespace holds the syncer Deployments and their Leases.
+	SyncerNamespace string
+	// SyncerServiceAccount is the account syncer pods run as.
+	SyncerServiceAccount string
+	// Workers reconcile bindings concurrently; a check of an unreachable
+	// cluster holds a worker for up to 30 s.
+	Workers int
+	// VirtualAPIServerAddress is the host:port at which pods in the
+	// physical clusters reach the virtual API server; passed to every
+	// syncer (--virtual-apiserver-address), in both modes.
+	VirtualAPIServerAddress string
+	// SyncerWorkers, SyncerPodWorkers, PhysicalQPS and PhysicalBurst
+	// configure in-process syncers like the syncer binary's flags.
+	SyncerWorkers    int
+	SyncerPodWorkers int
+	PhysicalQPS      float32
+	PhysicalBurst    int
+
+	// Not flags: tests shorten them.
+	TemplatePollInterval time.Duration
+	RecheckInterval      time.Duration
+}
+
+// NewOptions returns the defaults.
+func NewOptions() Options {
+	return Options{
+		SyncerMode:           ModeDeployment,
+		SyncerTemplateDir:    "/etc/kubeocean/syncer-template",
+		SyncerImage:          "ghcr.io/kubeocean/kubeocean-syncer:latest",
+		SyncerNamespace:      "kubeocean-system",
+		SyncerServiceAccount: "kubeocean-syncer",
+		Workers:              4,
+		SyncerWorkers:        4,
+		SyncerPodWorkers:     16,
+		PhysicalQPS:          300,
+		PhysicalBurst:        600,
+		TemplatePollInterval: syncertemplate.DefaultPollInterval,
+		RecheckInterval:      clusterbinding.DefaultRecheckInterval,
+	}
+}
+
+// AddFlags registers the manager's flags, defaulting to the current values.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.SyncerMode, "syncer-mode", o.SyncerMode,
+		`How syncers run: "deployment" (a Deployment per binding, rendered from --syncer-template-dir) or "in-process" (inside the manager).`)
+	fs.StringVar(&o.SyncerTemplateDir, "syncer-template-dir", o.SyncerTemplateDir,
+		"Folder of the Go templates (*.yaml) of a binding's syncer objects, in deployment mode. Changes are picked up while running.")
+	fs.StringVar(&o.SyncerImage, "syncer-image", o.SyncerImage, "Image of the syncer Deployments.")
+	fs.StringVar(&o.SyncerNamespace, "syncer-namespace", o.SyncerNamespace, "Namespace of the syncer Deployments.")
+	fs.StringVar(&o.SyncerServiceAccount, "syncer-service-account", o.SyncerServiceAccount, "ServiceAccount the syncer pods run as.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "ClusterBindings reconciled concurrently.")
+	fs.StringVar(&o.VirtualAPIServerAddress, "virtual-apiserver-address", o.VirtualAPIServerAddress,
+		"host:port at which pods in the physical clusters reach the virtual API server; passed on to every syncer.")
+	fs.IntVar(&o.SyncerWorkers, "syncer-workers", o.SyncerWorkers, "Concurrent reconciles per controller of in-process syncers.")
+	fs.IntVar(&o.SyncerPodWorkers, "syncer-pod-workers", o.SyncerPodWorkers, "Concurrent reconciles of the virtual pod controller of in-process syncers.")
+	fs.Func("physical-kube-api-qps", fmt.Sprintf("Queries per second of each in-process syncer to its physical cluster (default %v).", o.PhysicalQPS), func(s string) error {
+		_, err := fmt.Sscan(s, &o.PhysicalQPS)
+		return err
+	})
+	fs.IntVar(&o.PhysicalBurst, "physical-kube-api-burst", o.PhysicalBurst, "Burst of each in-process syncer's queries to its physical cluster.")
+}
+
+// Validate reports flags that cannot work together.
+func (o *Options) Validate() error {
+	var errs []error
+	switch o.SyncerMode {
+	case ModeDeployment:
+		if o.SyncerTemplateDir == "" || o.SyncerImage == "" || o.SyncerNamespace == "" {
+			errs = append(errs, errors.New("--syncer-template-dir, --syncer-image and --syncer-namespace are required in deployment mode"))
+		}
+	case ModeInProcess:
+	default:
+		errs = append(errs, fmt.Errorf("--syncer-mode must be %q or %q, not %q", ModeDeployment, ModeInProcess, o.SyncerMode))
+	}
+	if o.Workers < 1 || o.SyncerWorkers < 1 || o.SyncerPodWorkers < 1 {
+		errs = append(errs, errors.New("--workers, --syncer-workers and --syncer-pod-workers must be at least 1"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,72 @@
+package manager
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeocean/kubeocean/pkg/app"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr string
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"in-process needs no templates", func(o *Options) { o.SyncerMode, o.SyncerTemplateDir = ModeInProcess, "" }, ""},
+		{"unknown mode", func(o *Options) { o.SyncerMode = "pods" }, `--syncer-mode must be "deployment" or "in-process"`},
+		{"deployment without image", func(o *Options) { o.SyncerImage = "" }, "--syncer-image"},
+		{"no workers", func(o *Options) { o.Workers = 0 }, "--workers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			tt.mutate(&o)
+			err := o.Validate()
+			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("Validate = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestShippedManifestUsesRealFlags decodes manifests/deploy/manager.yaml
+// strictly and parses its arguments with the binary's flags.
+func TestShippedManifestUsesRealFlags(t *testing.T) {
+	data, err := os.ReadFile("../../manifests/deploy/manager.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deployment appsv1.Deployment
+	if err := yaml.UnmarshalStrict(data, &deployment); err != nil {
+		t.Fatal(err)
+	}
+	container := deployment.Spec.Template.Spec.Containers[0]
+
+	processOpts, managerOpts := app.NewOptions(Component), NewOptions()
+	fs := flag.NewFlagSet("kubeocean-manager", flag.ContinueOnError)
+	processOpts.AddFlags(fs)
+	managerOpts.AddFlags(fs)
+	if err := fs.Parse(container.Args); err != nil {
+		t.Fatalf("the manifest's arguments do not parse: %v", err)
+	}
+	if err := managerOpts.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !processOpts.Election.Enabled || managerOpts.SyncerMode != ModeDeployment {
+		t.Errorf("manifest runs without leader election or not in deployment mode: %+v %+v", processOpts.Election, managerOpts)
+	}
+	mounted := false
+	for _, m := range container.VolumeMounts {
+		mounted = mounted || m.MountPath == managerOpts.SyncerTemplateDir
+	}
+	if !mounted {
+		t.Errorf("nothing is mounted at --syncer-template-dir=%s", managerOpts.SyncerTemplateDir)
+	}
+}

@@ -1,0 +1,91 @@
+// Package syncers runs the syncer of each ClusterBinding, in one of two
+// modes (--syncer-mode):
+//
+//   - Deployments ("deployment", for production) renders the syncer's
+//     objects from the templates of --syncer-template-dir, owned by the
+//     binding, creates them or updates them when the rendering changes
+//     (a template, the image or the kubeconfig Secret), brings back a
+//     Deployment deleted by hand, and reads the syncer's readiness from the
+//     Deployment's available replicas.
+//   - InProcess ("in-process", for local and small setups) runs each
+//     binding's syncer as goroutines of the manager, restarts it when the
+//     binding's spec or kubeconfig changes, restarts it with backoff when it
+//     fails, and reads its readiness from its informers.
+//
+// Both are driven by the ClusterBinding controller: Ensure when a binding is
+// ready for its syncer (and while the syncer cleans up an unbinding binding),
+// Observe to report on a syncer without changing it, Remove on unbinding.
+package syncers
+
+import (
+	"context"
+	"time"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// Phase summarises a syncer.
+type Phase string
+
+const (
+	// PhaseStarting: created or started, not ready yet.
+	PhaseStarting Phase = "Starting"
+	// PhaseReady: the syncer runs and its caches are synced.
+	PhaseReady Phase = "Ready"
+	// PhaseFailed: the syncer cannot run (it crashed, its rollout is stuck,
+	// or its templates do not render).
+	PhaseFailed Phase = "Failed"
+)
+
+// Reasons of the SyncerReady condition that syncers report.
+const (
+	ReasonRunning           = "SyncerRunning"
+	ReasonStarting          = "SyncerStarting"
+	ReasonFailed            = "SyncerFailed"
+	ReasonTemplateError     = "SyncerTemplateError"
+	ReasonRollingOut        = "SyncerRollingOut"
+	ReasonUnavailable       = "SyncerUnavailable"
+	ReasonDeploymentFailed  = "SyncerDeploymentFailed"
+	ReasonDeploymentRemoved = "SyncerDeploymentDeleting"
+)
+
+// Event reasons syncers record on bindings.
+const (
+	EventSyncerCreated   = "SyncerCreated"
+	EventSyncerUpdated   = "SyncerUpdated"
+	EventSyncerDeleted   = "SyncerDeleted"
+	EventSyncerStarted   = "SyncerStarted"
+	EventSyncerRestarted = "SyncerRestarted"
+	EventSyncerStopped   = "SyncerStopped"
+	EventSyncerCrashed   = "SyncerCrashed"
+)
+
+// State is what a syncer is doing.
+type State struct {
+	Phase Phase
+	// Reason and Message describe the state for the SyncerReady condition.
+	Reason  string
+	Message string
+	// RetryAfter, when positive, asks the caller to look again this much
+	// later (a failed syncer's next restart).
+	RetryAfter time.Duration
+}
+
+// Runner is what the ClusterBinding controller needs of a syncer mode.
+type Runner interface {
+	// Ensure makes the binding's syncer run as its spec and kubeconfig
+	// (identified by kubeconfigHash) say, and reports its state. An error
+	// is a failure to act (e.g. an API error) worth retrying.
+	Ensure(ctx context.Context, binding *kubeoceanv1alpha1.ClusterBinding, kubeconfigHash string) (State, error)
+	// Observe reports on the binding's syncer without changing anything;
+	// false when it has none.
+	Observe(binding *kubeoceanv1alpha1.ClusterBinding) (State, bool)
+	// Remove stops or deletes the binding's syncer and reports whether it
+	// is gone. Only the binding's name is used, so a stub works for a
+	// binding already gone.
+	Remove(ctx context.Context, binding *kubeoceanv1alpha1.ClusterBinding) (bool, error)
+	// HasSynced reports whether the caches the runner reads are filled.
+	HasSynced() bool
+	// Running counts the syncers that run (for metrics).
+	Running() int
+}

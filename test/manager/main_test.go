@@ -1,0 +1,23 @@
+// Package manager tests kubeocean-manager on real clusters: a virtual
+// cluster with kube-controller-manager (garbage collection, ReplicaSets,
+// node lifecycle) and a physical cluster whose nodes kwok runs. The
+// clusters are shared by the tests of this package, which run one after
+// the other, each with its own managers, bindings, cluster IDs and nodes,
+// and each removing its bindings before its managers stop, so no manager
+// sees another test's bindings.
+package manager
+
+import (
+	"os"
+	"testing"
+
+	"github.com/kubeocean/kubeocean/test/controlplane"
+	"github.com/kubeocean/kubeocean/test/testenv"
+)
+
+var virtualCluster, physicalCluster *controlplane.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, controlplane.Options{ControllerManager: true}, controlplane.Options{Kwok: true},
+		func(v, p *controlplane.Cluster) { virtualCluster, physicalCluster = v, p }))
+}
