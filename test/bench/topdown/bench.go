@@ -75,10 +75,13 @@ func (b *bench) lendNodes(ctx context.Context) error {
 	}
 	b.metricsAddr = addr
 	qps, burst := fmt.Sprint(b.cfg.qps), fmt.Sprint(b.cfg.burst)
-	b.syncer, err = benchenv.StartSyncer(b.cfg.syncerBinary, b.virtual, bindingName,
-		"--physical-kube-api-qps="+qps, "--physical-kube-api-burst="+burst,
+	args := []string{"--physical-kube-api-qps=" + qps, "--physical-kube-api-burst=" + burst,
 		"--kube-api-qps=1000", "--kube-api-burst=2000",
-		"--metrics-bind-address="+addr, "--health-probe-bind-address=0")
+		"--metrics-bind-address=" + addr, "--health-probe-bind-address=0"}
+	if b.cfg.podWorkers > 0 {
+		args = append(args, fmt.Sprintf("--pod-workers=%d", b.cfg.podWorkers))
+	}
+	b.syncer, err = benchenv.StartSyncer(b.cfg.syncerBinary, b.virtual, bindingName, args...)
 	if err != nil {
 		return err
 	}
