@@ -26,6 +26,9 @@ type Options struct {
 	KubeAPIBurst int
 	Serving      serving.Options
 	Election     leaderelection.Options
+	// Profiling serves Go's pprof handlers under /debug/pprof on the
+	// metrics address.
+	Profiling bool
 }
 
 // NewOptions returns the defaults for component.
@@ -55,6 +58,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go profiles under /debug/pprof on the metrics address.")
 	o.Serving.AddFlags(fs)
 	o.Election.AddFlags(fs)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/pprof"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,7 +104,18 @@ func Run(ctx context.Context, opts *Options, setup Setup) error {
 }
 
 func startServers(ctx context.Context, opts serving.Options, p *Process) ([]*serving.Server, error) {
-	metrics, err := serving.Start(ctx, opts.MetricsBindAddress, serving.MetricsHandler(p.Registry))
+	var handler http.Handler = serving.MetricsHandler(p.Registry)
+	if p.Options.Profiling {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", handler)
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		handler = mux
+	}
+	metrics, err := serving.Start(ctx, opts.MetricsBindAddress, handler)
 	if err != nil {
 		return nil, fmt.Errorf("serving metrics: %w", err)
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -77,7 +79,7 @@ func (b *bench) lendNodes(ctx context.Context) error {
 	qps, burst := fmt.Sprint(b.cfg.qps), fmt.Sprint(b.cfg.burst)
 	args := []string{"--physical-kube-api-qps=" + qps, "--physical-kube-api-burst=" + burst,
 		"--kube-api-qps=1000", "--kube-api-burst=2000",
-		"--metrics-bind-address=" + addr, "--health-probe-bind-address=0"}
+		"--metrics-bind-address=" + addr, "--health-probe-bind-address=0", "--profiling"}
 	if b.cfg.podWorkers > 0 {
 		args = append(args, fmt.Sprintf("--pod-workers=%d", b.cfg.podWorkers))
 	}
@@ -185,6 +187,9 @@ func (b *bench) throughput(ctx context.Context) (exist, running time.Duration, w
 		return 0, 0, nil, err
 	}
 	benchenv.Logf("syncer: creating %d virtual pods bound to virtual nodes", b.cfg.pods)
+	if path := os.Getenv("KUBEOCEAN_BENCH_CPU_PROFILE"); path != "" {
+		go b.profile(path, 10*time.Second)
+	}
 	start := time.Now()
 	err = benchenv.ForEach(b.cfg.pods, func(i int) error {
 		node := naming.VirtualNodeName(clusterID, nodeName(i%b.cfg.nodes))
@@ -252,6 +257,23 @@ func diff(before, after map[string]float64) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// profile saves a CPU profile of the syncer taken over d.
+func (b *bench) profile(path string, d time.Duration) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.metricsAddr, int(d.Seconds())))
+	if err != nil {
+		benchenv.Logf("profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		benchenv.Logf("profile: %v", err)
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
 }
 
 func freeAddr() (string, error) {
