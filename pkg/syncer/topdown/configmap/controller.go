@@ -107,7 +107,7 @@ func New(opts Options) (*Controller, error) {
 }
 
 func (c *Controller) addHandlers(opts Options) error {
-	if _, err := opts.VirtualConfigMaps.Informer().AddEventHandler(controller.Handler[*corev1.ConfigMap, cache.ObjectName]{
+	if err := c.Watch(opts.VirtualConfigMaps.Informer(), controller.Handler[*corev1.ConfigMap, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    controller.ObjectKeys[*corev1.ConfigMap],
 	}); err != nil {
@@ -115,13 +115,13 @@ func (c *Controller) addHandlers(opts Options) error {
 	}
 	// A copy deleted or edited by someone maps back to its virtual object,
 	// which puts it right.
-	if _, err := opts.PhysicalConfigMaps.Informer().AddEventHandler(controller.Handler[*corev1.ConfigMap, cache.ObjectName]{
+	if err := c.Watch(opts.PhysicalConfigMaps.Informer(), controller.Handler[*corev1.ConfigMap, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    virtualKeys,
 	}); err != nil {
 		return fmt.Errorf("registering physical ConfigMap handler: %w", err)
 	}
-	if _, err := opts.VirtualPods.Informer().AddEventHandler(dependents.PodHandler(references.KindConfigMap, c.Enqueue)); err != nil {
+	if err := c.Watch(opts.VirtualPods.Informer(), dependents.PodHandler(references.KindConfigMap, c.Enqueue)); err != nil {
 		return fmt.Errorf("registering virtual pod handler: %w", err)
 	}
 	return nil

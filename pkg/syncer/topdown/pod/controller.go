@@ -243,7 +243,7 @@ func (c *Controller) registerHandlers(opts Options) error {
 		}},
 	}
 	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
+		if err := c.Watch(h.informer, h.handler); err != nil {
 			return fmt.Errorf("topdown pod: registering %s handler: %w", h.what, err)
 		}
 	}

@@ -103,7 +103,7 @@ func New(opts Options) (*Controller, error) {
 }
 
 func (c *Controller) addHandlers(opts Options) error {
-	if _, err := opts.VirtualPVs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
+	if err := c.Watch(opts.VirtualPVs.Informer(), controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    controller.ObjectKeys[*corev1.PersistentVolume],
 	}); err != nil {
@@ -111,14 +111,14 @@ func (c *Controller) addHandlers(opts Options) error {
 	}
 	// A copy deleted or edited by someone maps back to its virtual PV,
 	// which puts it right.
-	if _, err := opts.PhysicalPVs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
+	if err := c.Watch(opts.PhysicalPVs.Informer(), controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    virtualKeys,
 	}); err != nil {
 		return fmt.Errorf("registering physical PV handler: %w", err)
 	}
 	// A claim marked or released changes whether its volume is used.
-	if _, err := opts.VirtualPVCs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
+	if err := c.Watch(opts.VirtualPVCs.Informer(), controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    volumeKeys,
 	}); err != nil {

@@ -108,7 +108,7 @@ func New(opts Options) (*Controller, error) {
 }
 
 func (c *Controller) addHandlers(opts Options) error {
-	if _, err := opts.VirtualPVCs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
+	if err := c.Watch(opts.VirtualPVCs.Informer(), controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    controller.ObjectKeys[*corev1.PersistentVolumeClaim],
 	}); err != nil {
@@ -116,13 +116,13 @@ func (c *Controller) addHandlers(opts Options) error {
 	}
 	// A copy deleted or edited by someone maps back to its virtual object,
 	// which puts it right.
-	if _, err := opts.PhysicalPVCs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
+	if err := c.Watch(opts.PhysicalPVCs.Informer(), controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    virtualKeys,
 	}); err != nil {
 		return fmt.Errorf("registering physical PVC handler: %w", err)
 	}
-	if _, err := opts.VirtualPods.Informer().AddEventHandler(dependents.PodHandler(references.KindPVC, c.Enqueue)); err != nil {
+	if err := c.Watch(opts.VirtualPods.Informer(), dependents.PodHandler(references.KindPVC, c.Enqueue)); err != nil {
 		return fmt.Errorf("registering virtual pod handler: %w", err)
 	}
 	return nil

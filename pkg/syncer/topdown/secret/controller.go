@@ -120,7 +120,7 @@ func New(opts Options) (*Controller, error) {
 }
 
 func (c *Controller) addHandlers(opts Options) error {
-	if _, err := opts.VirtualSecrets.Informer().AddEventHandler(controller.Handler[*corev1.Secret, cache.ObjectName]{
+	if err := c.Watch(opts.VirtualSecrets.Informer(), controller.Handler[*corev1.Secret, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    controller.ObjectKeys[*corev1.Secret],
 	}); err != nil {
@@ -128,17 +128,17 @@ func (c *Controller) addHandlers(opts Options) error {
 	}
 	// A copy deleted or edited by someone maps back to its virtual object,
 	// which puts it right.
-	if _, err := opts.PhysicalSecrets.Informer().AddEventHandler(controller.Handler[*corev1.Secret, cache.ObjectName]{
+	if err := c.Watch(opts.PhysicalSecrets.Informer(), controller.Handler[*corev1.Secret, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    virtualKeys,
 	}); err != nil {
 		return fmt.Errorf("registering physical Secret handler: %w", err)
 	}
-	if _, err := opts.VirtualPods.Informer().AddEventHandler(dependents.PodHandler(references.KindSecret, c.Enqueue)); err != nil {
+	if err := c.Watch(opts.VirtualPods.Informer(), dependents.PodHandler(references.KindSecret, c.Enqueue)); err != nil {
 		return fmt.Errorf("registering virtual pod handler: %w", err)
 	}
 	// A PV marked or released changes whether its CSI Secret is used.
-	if _, err := opts.VirtualPVs.Informer().AddEventHandler(controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
+	if err := c.Watch(opts.VirtualPVs.Informer(), controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    csiSecretKeys,
 	}); err != nil {
