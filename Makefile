@@ -9,7 +9,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Packages that start real control planes (etcd, kube-apiserver, ...).
 INTEGRATION_PKGS := ./test/...
 
-.PHONY: all build test test-unit test-integration verify codegen crds testbin fmt vet clean bench-bottomup bench-topdown
+.PHONY: all build test test-unit test-integration test-demo demo images verify codegen crds testbin fmt vet clean bench-bottomup bench-topdown
 
 all: build
 
@@ -36,13 +36,36 @@ vet:
 testbin:
 	hack/testbin.sh
 
-test: verify test-unit test-integration
+test: verify test-unit test-integration test-demo
 
 test-unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 test-integration: testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) test -race -count=1 -timeout 30m -p 1 $(INTEGRATION_PKGS)
+
+## demo: the README's main command: a virtual and a physical control plane on
+## loopback, Kubeocean deployed from the shipped manifests, a sample
+## application on virtual nodes; runs until Ctrl-C (DEMO_ARGS=--exit-after-check to stop after the check)
+demo: build testbin
+	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/demo --manager=$(BIN)/kubeocean-manager $(DEMO_ARGS)
+
+## test-demo: the demo in its exit-after-check form, as CI runs it
+test-demo:
+	$(MAKE) demo DEMO_ARGS=--exit-after-check
+
+IMAGE_REGISTRY ?= ghcr.io/kubeocean
+IMAGE_TAG ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_ARCH ?= amd64
+IMAGE_CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+## images: static linux binaries and their OCI image archives in bin/images/, without Docker
+images:
+	@for b in kubeocean-manager kubeocean-syncer; do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w' \
+	    -o $(BIN)/linux_$(IMAGE_ARCH)/$$b ./cmd/$$b && \
+	  $(GO) run ./hack/image --binary=$(BIN)/linux_$(IMAGE_ARCH)/$$b --tag=$(IMAGE_REGISTRY)/$$b:$(IMAGE_TAG) \
+	    --platform=linux/$(IMAGE_ARCH) $(if $(wildcard $(IMAGE_CA_CERTS)),--ca-certs=$(IMAGE_CA_CERTS)) --output=$(BIN)/images/$$b.tar || exit 1; \
+	done
 
 clean:
 	rm -rf $(BIN)

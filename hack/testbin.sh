@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries the integration and end-to-end tests run
-# (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok) from the
+# (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok) from the
 # pinned tools modules under hack/tools, into a cache outside the repository.
 #
 # The cache folder is keyed by a hash of the tools modules and this script, so
@@ -44,6 +44,7 @@ build "$tools/kube" go.etcd.io/etcd/server/v3 etcd
 build "$tools/kube" k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$kube_ldflags"
 build "$tools/kube" k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$kube_ldflags"
 build "$tools/kube" k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler "$kube_ldflags"
+build "$tools/kube" k8s.io/kubernetes/cmd/kubectl kubectl "$kube_ldflags"
 build "$tools/kwok" sigs.k8s.io/kwok/cmd/kwok kwok
 
 # kwok needs its stage definitions next to it.

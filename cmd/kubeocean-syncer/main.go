@@ -23,6 +23,9 @@ func main() {
 	// room for them and for pod traffic at a thousand nodes.
 	opts.KubeAPIQPS, opts.KubeAPIBurst = 300, 600
 	syncerOpts := syncer.Options{Workers: 4, PodWorkers: 64, PhysicalQPS: 300, PhysicalBurst: 600}
+	// Empty means one Lease per binding (below), so replicas of different
+	// syncers never compete.
+	opts.Election.LeaseName = ""
 	fs := flag.CommandLine
 	klog.InitFlags(fs)
 	opts.AddFlags(fs)
@@ -41,8 +44,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "--cluster-binding is required")
 		os.Exit(2)
 	}
-	// One lease per binding, so replicas of different syncers never compete.
-	opts.Election.LeaseName = syncer.Component + "-" + syncerOpts.BindingName
+	if opts.Election.LeaseName == "" {
+		opts.Election.LeaseName = syncer.Component + "-" + syncerOpts.BindingName
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -75,7 +75,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		PhysicalClient: e.physical.Kube.CoreV1(), VirtualClient: e.virtual.Kube.CoreV1(),
 		PhysicalPods: ph.Kube(managedPodScope(e.binding.Spec.MountNamespace)).Core().V1().Pods(),
 		VirtualPods:  virtualPods,
-		Recorder:     p.Recorder, Metrics: p.Metrics,
+		Recorder:     e.physicalRecorder, Metrics: p.Metrics,
 	})
 	if err != nil {
 		return nil, err

@@ -155,7 +155,32 @@ func (c *Cluster) apiServerArgs(port int) []string {
 		// lose nothing by not getting a token volume.
 		args = append(args, "--disable-admission-plugins=ServiceAccount")
 	}
+	if c.AuditLogPath != "" {
+		args = append(args,
+			"--audit-policy-file="+c.auditPolicyPath(),
+			"--audit-log-path="+c.AuditLogPath,
+			"--audit-log-format=json",
+			// Every request is in the log once the response is out, so a
+			// test may read it as soon as its client is done.
+			"--audit-log-mode=blocking",
+		)
+	}
 	return append(args, c.opts.ExtraAPIServerFlags...)
+}
+
+func (c *Cluster) auditPolicyPath() string { return filepath.Join(c.Dir, "audit-policy.yaml") }
+
+// writeAuditPolicy writes Options.AuditPolicy for the apiserver and sets
+// AuditLogPath; without a policy it does nothing.
+func (c *Cluster) writeAuditPolicy() error {
+	if len(c.opts.AuditPolicy) == 0 {
+		return nil
+	}
+	if err := os.WriteFile(c.auditPolicyPath(), c.opts.AuditPolicy, 0o600); err != nil {
+		return fmt.Errorf("writing the audit policy: %w", err)
+	}
+	c.AuditLogPath = filepath.Join(c.Dir, "audit.log")
+	return nil
 }
 
 func (c *Cluster) certDir() string { return filepath.Join(c.Dir, "apiserver-certs") }

@@ -62,6 +62,10 @@ type Options struct {
 	// ExtraAPIServerFlags are appended to the apiserver's flags; for a
 	// single-valued flag the last occurrence wins.
 	ExtraAPIServerFlags []string
+	// AuditPolicy, when set, is an audit.k8s.io Policy: the apiserver logs
+	// the requests it selects to Cluster.AuditLogPath, one JSON event per
+	// line, before it answers them.
+	AuditPolicy []byte
 }
 
 // Cluster is a running control plane. Stop it when done (StartT does).
@@ -76,6 +80,8 @@ type Cluster struct {
 	// KubeconfigPath is an admin kubeconfig file, Kubeconfig its content.
 	KubeconfigPath string
 	Kubeconfig     []byte
+	// AuditLogPath is the audit log when Options.AuditPolicy is set.
+	AuditLogPath string
 
 	opts    Options
 	bins    binaries
@@ -132,6 +138,9 @@ func startOnce(ctx context.Context, opts Options, bins binaries) (_ *Cluster, er
 		return nil, err
 	}
 	if c.creds, err = writeCredentials(dir); err != nil {
+		return nil, err
+	}
+	if err := c.writeAuditPolicy(); err != nil {
 		return nil, err
 	}
 	if err := c.startEtcd(ctx, ports[0], ports[1]); err != nil {

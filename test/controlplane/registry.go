@@ -62,3 +62,11 @@ func installSignalHandler() {
 		os.Exit(1)
 	}()
 }
+
+// LeaveSignalsToCaller keeps the package from installing its interrupt
+// handler (which stops every cluster and exits with status 1). A program
+// that stops its clusters itself on a signal, such as the demo, calls it
+// before starting any cluster.
+func LeaveSignalsToCaller() {
+	signalHandlerOnce.Do(func() {})
+}

@@ -37,7 +37,8 @@ type Access struct {
 }
 
 var (
-	readVerbs    = []string{"get", "list", "watch"}
+	// cachedVerbs: read only through informers.
+	cachedVerbs  = []string{"list", "watch"}
 	managedVerbs = []string{"get", "list", "watch", "create", "update", "delete"}
 )
 
@@ -49,16 +50,18 @@ var (
 // the PVs they bind. Keep it in step with the syncer's controllers and with
 // the physical-cluster RBAC in manifests/rbac.
 var SyncerAccess = []Access{
-	{Resource: "nodes", Verbs: readVerbs},
-	{Resource: "pods", Scope: AllNamespaces, Verbs: []string{"list", "watch"}},
-	{Group: "storage.k8s.io", Resource: "csinodes", Verbs: readVerbs},
-	{Group: kubeoceanv1alpha1.GroupName, Resource: "resourceleasingpolicies", Verbs: []string{"get", "list", "watch", "update", "patch"}},
+	{Resource: "nodes", Verbs: cachedVerbs},
+	{Resource: "pods", Scope: AllNamespaces, Verbs: cachedVerbs},
+	{Group: "storage.k8s.io", Resource: "csinodes", Verbs: cachedVerbs},
+	{Group: kubeoceanv1alpha1.GroupName, Resource: "resourceleasingpolicies", Verbs: []string{"list", "watch", "update", "patch"}},
 	{Group: kubeoceanv1alpha1.GroupName, Resource: "resourceleasingpolicies", Subresource: "status", Verbs: []string{"update"}},
 	{Resource: "persistentvolumes", Verbs: managedVerbs},
-	{Resource: "pods", Scope: MountNamespace, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	{Resource: "pods", Scope: MountNamespace, Verbs: []string{"get", "create", "patch", "delete"}},
 	{Resource: "configmaps", Scope: MountNamespace, Verbs: managedVerbs},
 	{Resource: "secrets", Scope: MountNamespace, Verbs: managedVerbs},
 	{Resource: "persistentvolumeclaims", Scope: MountNamespace, Verbs: managedVerbs},
+	// Events about policies (in the default namespace) and physical pods.
+	{Resource: "events", Scope: AllNamespaces, Verbs: []string{"create", "patch"}},
 }
 
 // reviewConcurrency bounds the access reviews in flight per check.

@@ -1,0 +1,151 @@
+// Command image writes an OCI image archive (an OCI image layout, tarred) for
+// one of kubeocean's static binaries without needing Docker or any daemon:
+//
+//	go run ./hack/image --binary=bin/linux_amd64/kubeocean-manager \
+//	  --tag=ghcr.io/kubeocean/kubeocean-manager:v0.1.0 \
+//	  --output=bin/images/kubeocean-manager.tar --platform=linux/amd64
+//
+// The result loads with `podman load -i` or `skopeo copy oci-archive:...`
+// (and containerd's `ctr images import`), and is byte-for-byte reproducible:
+// timestamps come from SOURCE_DATE_EPOCH (epoch 0 when unset).
+//
+// The image mirrors the final stage of cmd/<name>/Dockerfile (distroless
+// static, nonroot): dockerfile_test.go keeps the two in step.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// nonrootUser is the uid:gid of distroless's "nonroot" user; the Dockerfiles
+// use the same numbers so that a PodSecurity "restricted" namespace (which
+// needs runAsNonRoot) accepts either image.
+const nonrootUser = "65532:65532"
+
+const defaultSource = "https://github.com/kubeocean/kubeocean"
+
+type options struct {
+	binary   string
+	name     string
+	tag      name.Tag
+	output   string
+	platform v1.Platform
+	source   string
+	caCerts  string
+	created  time.Time
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, getenv func(string) string, stdout io.Writer) error {
+	opts, err := parseOptions(args, getenv)
+	if err != nil {
+		return err
+	}
+	res, err := build(opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s %s\n%s (%d bytes, %d layers, %s)\n",
+		opts.tag, res.digest, opts.output, res.size, res.layers, platformString(opts.platform))
+	return nil
+}
+
+func parseOptions(args []string, getenv func(string) string) (*options, error) {
+	fs := flag.NewFlagSet("image", flag.ContinueOnError)
+	binary := fs.String("binary", "", "static Linux binary to package (required)")
+	imgName := fs.String("name", "", "file name of the binary in the image, /<name> (default: base name of --binary)")
+	tag := fs.String("tag", "", "full image reference, registry/repository:tag (required)")
+	output := fs.String("output", "", "path of the OCI archive to write (default: bin/images/<name>.tar)")
+	platform := fs.String("platform", "linux/amd64", "os/arch[/variant] the binary was built for")
+	source := fs.String("source", defaultSource, "org.opencontainers.image.source label")
+	caCerts := fs.String("ca-certs", "", "PEM bundle to install as /etc/ssl/certs/ca-certificates.crt (default: none)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() != 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if *binary == "" || *tag == "" {
+		return nil, errors.New("--binary and --tag are required")
+	}
+	opts := &options{binary: *binary, name: *imgName, output: *output, source: *source, caCerts: *caCerts}
+	if opts.name == "" {
+		opts.name = filepath.Base(opts.binary)
+	}
+	if err := checkName(opts.name); err != nil {
+		return nil, err
+	}
+	if opts.output == "" {
+		opts.output = filepath.Join("bin", "images", opts.name+".tar")
+	}
+	var err error
+	// Strict: the archive's annotations are what `podman load` names the
+	// image after, so a defaulted docker.io/library/...:latest would surprise.
+	if opts.tag, err = name.NewTag(*tag, name.StrictValidation); err != nil {
+		return nil, fmt.Errorf("--tag: %w", err)
+	}
+	if opts.platform, err = parsePlatform(*platform); err != nil {
+		return nil, err
+	}
+	if opts.created, err = sourceDateEpoch(getenv("SOURCE_DATE_EPOCH")); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+func checkName(n string) error {
+	if n == "" || n == "." || n == ".." || strings.ContainsAny(n, `/\:`) {
+		return fmt.Errorf("--name %q must be a plain file name", n)
+	}
+	return nil
+}
+
+func parsePlatform(s string) (v1.Platform, error) {
+	p, err := v1.ParsePlatform(s)
+	if err != nil {
+		return v1.Platform{}, fmt.Errorf("--platform: %w", err)
+	}
+	if p.OS != "linux" || p.Architecture == "" || p.OSVersion != "" {
+		return v1.Platform{}, fmt.Errorf("--platform %q: want linux/<arch>[/<variant>]", s)
+	}
+	return *p, nil
+}
+
+func platformString(p v1.Platform) string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
+
+// sourceDateEpoch follows https://reproducible-builds.org/specs/source-date-epoch/
+// so release tooling can stamp a meaningful date while local builds stay
+// reproducible with the Unix epoch.
+func sourceDateEpoch(v string) (time.Time, error) {
+	if v == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	secs, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || secs < 0 {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a non-negative integer", v)
+	}
+	return time.Unix(secs, 0).UTC(), nil
+}

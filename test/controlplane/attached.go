@@ -1,0 +1,51 @@
+package controlplane
+
+import (
+	"net"
+	"strconv"
+)
+
+// Process is a program run beside a cluster's components, such as a
+// Kubeocean binary under test. Its output goes to <Cluster.Dir>/<name>.log.
+type Process struct {
+	p *process
+}
+
+// StartProcess runs bin with args beside the cluster's components. The
+// cluster stops it before its own components (and removes its log with
+// the cluster folder); Stop stops it earlier.
+func (c *Cluster) StartProcess(name, bin string, args ...string) (*Process, error) {
+	p, err := c.run(name, bin, args, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{p: p}, nil
+}
+
+// LogPath is the file holding the process's standard output and error.
+func (p *Process) LogPath() string { return p.p.logPath }
+
+// Stop sends SIGTERM, then SIGKILL after a grace period, and returns once
+// the process has been reaped. It is idempotent.
+func (p *Process) Stop() { p.p.stop() }
+
+// Exited reports whether the process has ended, and with what error.
+func (p *Process) Exited() (bool, error) {
+	if !p.p.exited() {
+		return false, nil
+	}
+	return true, p.p.waitErr
+}
+
+// Tail returns the last n lines of the process's log.
+func (p *Process) Tail(n int) string { return p.p.tail(n) }
+
+// FreeLoopbackAddress returns 127.0.0.1:<port> with a port free right now,
+// for a process's listen flags.
+func FreeLoopbackAddress() (string, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), nil
+}

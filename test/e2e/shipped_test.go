@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
+	"github.com/kubeocean/kubeocean/test/controlplane"
+	"github.com/kubeocean/kubeocean/test/stack"
+	"github.com/kubeocean/kubeocean/test/testenv"
+)
+
+const (
+	waitTimeout = 2 * time.Minute
+	// storageNamespace holds the CSI node-publish Secret of the test volume.
+	storageNamespace = "storage"
+	csiSecretBinding = "kubeocean-syncer-csi-secrets"
+)
+
+// TestShippedManifests applies the shipped CRDs, RBAC, manager Deployment
+// and samples with kubectl, runs the manager with the arguments of the
+// shipped Deployment and the syncer with those of the Deployment the
+// manager renders, each as its ServiceAccount, and takes a workload
+// through creation, an update and deletion, then unbinds. Afterwards the
+// audit logs must show no refused request and no unused grant.
+func TestShippedManifests(t *testing.T) {
+	ctx := t.Context()
+	s := world
+	// A flow that fails on a missing permission fails by timing out; say
+	// which requests were refused.
+	t.Cleanup(func() {
+		if t.Failed() {
+			logRefused(t, s.Virtual)
+			logRefused(t, s.Physical)
+		}
+	})
+	step(t, "install CRDs", s.InstallCRDs(ctx))
+	step(t, "install RBAC", s.InstallRBAC(ctx, "virtual"))
+	// The samples the flow does not apply pass the schema.
+	_, err := s.Physical.Kubectl(ctx, "apply", "--dry-run=server", "-f", testenv.RepoPath("manifests/samples/resourceleasingpolicy-office-hours.yaml"))
+	step(t, "office-hours sample", err)
+	_, err = s.Virtual.Kubectl(ctx, "apply", "-k", testenv.RepoPath("manifests/deploy"))
+	step(t, "apply manifests/deploy", err)
+	csiBindingYAML := bindCSISecrets(t)
+
+	step(t, "create physical nodes", s.CreateNodes(ctx, []string{"node-a", "node-b"}, map[string]string{stack.LendableLabel: "true"}))
+	createPhysicalCSINode(t, "node-a")
+
+	manager := startManager(t)
+	physicalKubeconfig, err := s.PhysicalSyncerKubeconfig(ctx)
+	step(t, "physical kubeconfig", err)
+	step(t, "bind", s.Bind(ctx, physicalKubeconfig))
+	// The manager checks with access reviews that the Secret's credentials
+	// (the shipped physical RBAC) allow everything the syncer needs.
+	step(t, "binding Connected", s.WaitBindingCondition(waitCtx(t), "Connected", metav1.ConditionTrue))
+
+	syncer := startSyncerOfDeployment(t)
+	step(t, "virtual nodes Ready", s.WaitVirtualNodesReady(waitCtx(t), 2))
+	waitVirtualCSINode(t, "node-a")
+	rotateKubeconfig(t)
+	waitLeaseRenewed(t, "node-b")
+
+	createWorkload(t)
+	changeWorkload(t)
+	deleteVolumeWorkload(t)
+	// Unbinding with the application still running: the syncer drains the
+	// virtual nodes, deletes the physical pods and copies, and unmarks the
+	// virtual ConfigMap and Secret.
+	_, err = s.Virtual.Kubectl(ctx, "delete", "clusterbinding", stack.BindingName, "--wait=true", "--timeout=2m")
+	step(t, "unbind", err)
+	checkUnbound(t)
+	syncer.Stop()
+	manager.Stop()
+
+	checkAudit(t, s.Virtual, "manifests/rbac/virtual", "", map[string][]string{
+		stack.ManagerAccount: managerUnusedOK, stack.SyncerAccount: virtualSyncerUnusedOK,
+	})
+	checkAudit(t, s.Physical, "manifests/rbac/physical", csiBindingYAML, map[string][]string{
+		stack.SyncerAccount: physicalSyncerUnusedOK,
+	})
+}
+
+// Grants the flow does not exercise, each with the reason it is shipped.
+var (
+	// The event recorder patches an event that repeats (to count it).
+	eventsRepeat          = "patch core/events cluster-wide"
+	managerUnusedOK       = []string{eventsRepeat}
+	virtualSyncerUnusedOK = []string{
+		eventsRepeat,
+		// A live read before deleting a physical pod whose virtual pod
+		// seems gone; the flow deletes pods the regular way.
+		"get core/pods cluster-wide",
+		// Unbinding unmarks the claims and volumes still in use; the flow
+		// deletes its volume first, to cover that path.
+		"patch core/persistentvolumeclaims cluster-wide",
+		"patch core/persistentvolumes cluster-wide",
+		// Read back when a create finds the object already there (left by
+		// an earlier syncer).
+		"get storage.k8s.io/csinodes cluster-wide",
+		"get coordination.k8s.io/leases in namespace kube-node-lease",
+	}
+	physicalSyncerUnusedOK = []string{
+		eventsRepeat,
+		// Read back after a create or update conflict, which only a race
+		// between reconciles of objects sharing a copy produces.
+		"get core/configmaps in namespace " + stack.MountNamespace,
+		"get core/secrets in namespace " + stack.MountNamespace,
+		"get core/persistentvolumeclaims in namespace " + stack.MountNamespace,
+		"get core/persistentvolumes cluster-wide",
+		"get core/secrets in namespace " + storageNamespace,
+	}
+)
+
+func step(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// bindCSISecrets grants the syncer the CSI Secrets of storageNamespace in
+// the physical cluster, as docs/operations.md tells operators to, and
+// returns the RoleBinding's YAML for the audit check.
+func bindCSISecrets(t *testing.T) string {
+	ctx := t.Context()
+	_, err := world.Physical.Kubectl(ctx, "create", "namespace", storageNamespace)
+	step(t, "physical storage namespace", err)
+	args := []string{"-n", storageNamespace, "create", "rolebinding", csiSecretBinding,
+		"--clusterrole=kubeocean-syncer-csi-secrets", "--serviceaccount=" + stack.SystemNamespace + ":" + stack.SyncerAccount}
+	rendered, err := world.Physical.Kubectl(ctx, append(args, "--dry-run=client", "-o", "yaml")...)
+	step(t, "render the CSI Secrets RoleBinding", err)
+	_, err = world.Physical.Kubectl(ctx, args...)
+	step(t, "create the CSI Secrets RoleBinding", err)
+	return rendered
+}
+
+func createPhysicalCSINode(t *testing.T, node string) {
+	csiNode := &storagev1.CSINode{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec:       storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "disk.csi.example.com", NodeID: node}}},
+	}
+	_, err := world.PhysicalKube.StorageV1().CSINodes().Create(t.Context(), csiNode, metav1.CreateOptions{})
+	step(t, "create physical CSINode", err)
+}
+
+func waitVirtualCSINode(t *testing.T, physical string) {
+	name := "vnode-" + stack.ClusterID + "-" + physical
+	step(t, "virtual CSINode", stack.Poll(waitCtx(t), "CSINode "+name+" exists", func(ctx context.Context) (string, error) {
+		_, err := world.VirtualKube.StorageV1().CSINodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), nil
+		}
+		return "", nil
+	}))
+}
+
+// startManager runs kubeocean-manager with the arguments of the shipped
+// Deployment, as ServiceAccount kubeocean-manager.
+func startManager(t *testing.T) *stack.Binary {
+	ctx := t.Context()
+	data, err := os.ReadFile(testenv.RepoPath("manifests/deploy/manager.yaml"))
+	step(t, "read manager.yaml", err)
+	var deployment appsv1.Deployment
+	step(t, "parse manager.yaml", yaml.UnmarshalStrict(data, &deployment))
+	var args []string
+	for _, arg := range deployment.Spec.Template.Spec.Containers[0].Args {
+		switch {
+		case strings.HasPrefix(arg, "--metrics-bind-address="), strings.HasPrefix(arg, "--health-probe-bind-address="):
+			// StartBinary picks free ports.
+		case strings.HasPrefix(arg, "--syncer-template-dir="):
+			// The shipped templates, which the Deployment mounts there.
+			args = append(args, "--syncer-template-dir="+testenv.RepoPath("manifests/deploy/syncer-template"))
+		default:
+			args = append(args, arg)
+		}
+	}
+	kubeconfig, err := world.VirtualKubeconfig(ctx, stack.SystemNamespace, stack.ManagerAccount)
+	step(t, "manager kubeconfig", err)
+	manager, err := world.StartBinary("kubeocean-manager", managerBin, kubeconfig, args...)
+	step(t, "start manager", err)
+	t.Cleanup(func() { logTailOnFailure(t, manager.Process) })
+	return manager
+}
+
+// startSyncerOfDeployment runs kubeocean-syncer with the arguments of the
+// Deployment the manager rendered for the binding, as ServiceAccount
+// kubeocean-syncer: what the Deployment's pods would run, had the virtual
+// cluster a kubelet.
+func startSyncerOfDeployment(t *testing.T) *stack.Binary {
+	ctx := t.Context()
+	name := syncertemplate.ObjectName(stack.BindingName)
+	var deployment *appsv1.Deployment
+	step(t, "syncer Deployment", stack.Poll(waitCtx(t), "the manager renders Deployment "+name, func(ctx context.Context) (string, error) {
+		var err error
+		deployment, err = world.VirtualKube.AppsV1().Deployments(stack.SystemNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), nil
+		}
+		return "", nil
+	}))
+	if got := deployment.Spec.Template.Spec.ServiceAccountName; got != stack.SyncerAccount {
+		t.Fatalf("syncer Deployment runs as %q, want %q", got, stack.SyncerAccount)
+	}
+	kubeconfig, err := world.VirtualKubeconfig(ctx, stack.SystemNamespace, stack.SyncerAccount)
+	step(t, "syncer kubeconfig", err)
+	syncer, err := world.StartBinary("kubeocean-syncer", syncerBin, kubeconfig, deployment.Spec.Template.Spec.Containers[0].Args...)
+	step(t, "start syncer", err)
+	t.Cleanup(func() { logTailOnFailure(t, syncer.Process) })
+	return syncer
+}
+
+func logTailOnFailure(t *testing.T, p *controlplane.Process) {
+	if t.Failed() {
+		t.Logf("last lines of %s:\n%s", p.LogPath(), p.Tail(40))
+	}
+}
+
+func waitPhysicalPodRunning(t *testing.T, virtualName string) {
+	step(t, "pod "+virtualName+" running", stack.Poll(waitCtx(t), "the physical twin of "+virtualName+" runs", func(ctx context.Context) (string, error) {
+		pod, err := world.VirtualKube.CoreV1().Pods(stack.AppNamespace).Get(ctx, virtualName, metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), nil
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			return "virtual pod " + string(pod.Status.Phase), nil
+		}
+		name := pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]
+		physical, err := world.PhysicalKube.CoreV1().Pods(stack.MountNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error(), nil
+		}
+		if physical.Status.Phase != corev1.PodRunning {
+			return "physical pod " + string(physical.Status.Phase), nil
+		}
+		return "", nil
+	}))
+}
