@@ -31,11 +31,44 @@ const (
 // and samples with kubectl, runs the manager with the arguments of the
 // shipped Deployment and the syncer with those of the Deployment the
 // manager renders, each as its ServiceAccount, and takes a workload
-// through creation, an update and deletion, then unbinds. Afterwards the
+// through creation, changes and deletion, then unbinds. Afterwards the
 // audit logs must show no refused request and no unused grant.
 func TestShippedManifests(t *testing.T) {
-	ctx := t.Context()
-	s := world
+	s := startWorld(t)
+	runFlow(t, "virtual", func(t *testing.T) []*stack.Binary {
+		// The manager Deployment cannot run (no kubelet): the test runs its
+		// arguments instead. Applying it proves the kustomization.
+		_, err := s.Virtual.Kubectl(t.Context(), "apply", "-k", testenv.RepoPath("manifests/deploy"))
+		step(t, "apply manifests/deploy", err)
+		manager := startManager(t, managerDeploymentArgs(t)...)
+		syncer := startSyncerOfDeployment(t)
+		return []*stack.Binary{manager, syncer}
+	})
+	checkAudit(t, s.Virtual, "manifests/rbac/virtual", "", map[string][]string{
+		stack.ManagerAccount: managerUnusedOK, stack.SyncerAccount: virtualSyncerUnusedOK,
+	})
+}
+
+// TestInProcessManifests is TestShippedManifests for a manager that runs
+// its syncers in its own process, with manifests/rbac/in-process.
+func TestInProcessManifests(t *testing.T) {
+	s := startWorld(t)
+	runFlow(t, "in-process", func(t *testing.T) []*stack.Binary {
+		return []*stack.Binary{startManager(t, "--syncer-mode=in-process", "--leader-elect",
+			"--leader-elect-resource-namespace="+stack.SystemNamespace)}
+	})
+	checkAudit(t, s.Virtual, "manifests/rbac/in-process", "", map[string][]string{
+		stack.ManagerAccount: virtualSyncerUnusedOK,
+	})
+}
+
+// startWorld starts the stack of one test, which the flow helpers act on
+// (the tests do not run in parallel), with audit logs.
+func startWorld(t *testing.T) *stack.Stack {
+	s, err := stack.Start(t.Context(), stack.Options{AuditPolicy: auditPolicy})
+	step(t, "start the clusters", err)
+	t.Cleanup(s.Stop)
+	world = s
 	// A flow that fails on a missing permission fails by timing out; say
 	// which requests were refused.
 	t.Cleanup(func() {
@@ -44,30 +77,34 @@ func TestShippedManifests(t *testing.T) {
 			logRefused(t, s.Physical)
 		}
 	})
+	return s
+}
+
+// runFlow installs the CRDs, the RBAC of manifests/rbac/<virtualRBAC> and
+// manifests/rbac/physical, starts Kubeocean with start once the nodes
+// exist, binds the physical cluster, runs and changes a workload, unbinds,
+// stops what start started, and checks the physical audit log.
+func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.Binary) {
+	ctx, s := t.Context(), world
 	step(t, "install CRDs", s.InstallCRDs(ctx))
-	step(t, "install RBAC", s.InstallRBAC(ctx, "virtual"))
+	step(t, "install RBAC", s.InstallRBAC(ctx, virtualRBAC))
 	// The samples the flow does not apply pass the schema.
 	_, err := s.Physical.Kubectl(ctx, "apply", "--dry-run=server", "-f", testenv.RepoPath("manifests/samples/resourceleasingpolicy-office-hours.yaml"))
 	step(t, "office-hours sample", err)
-	_, err = s.Virtual.Kubectl(ctx, "apply", "-k", testenv.RepoPath("manifests/deploy"))
-	step(t, "apply manifests/deploy", err)
 	csiBindingYAML := bindCSISecrets(t)
-
 	step(t, "create physical nodes", s.CreateNodes(ctx, []string{"node-a", "node-b"}, map[string]string{stack.LendableLabel: "true"}))
 	createPhysicalCSINode(t, "node-a")
 
-	manager := startManager(t)
 	physicalKubeconfig, err := s.PhysicalSyncerKubeconfig(ctx)
 	step(t, "physical kubeconfig", err)
 	step(t, "bind", s.Bind(ctx, physicalKubeconfig))
+	binaries := start(t)
 	// The manager checks with access reviews that the Secret's credentials
 	// (the shipped physical RBAC) allow everything the syncer needs.
 	step(t, "binding Connected", s.WaitBindingCondition(waitCtx(t), "Connected", metav1.ConditionTrue))
-
-	syncer := startSyncerOfDeployment(t)
 	step(t, "virtual nodes Ready", s.WaitVirtualNodesReady(waitCtx(t), 2))
 	waitVirtualCSINode(t, "node-a")
-	rotateKubeconfig(t)
+	rotateKubeconfig(t, virtualRBAC == "virtual")
 	waitLeaseRenewed(t, "node-b")
 
 	createWorkload(t)
@@ -79,12 +116,9 @@ func TestShippedManifests(t *testing.T) {
 	_, err = s.Virtual.Kubectl(ctx, "delete", "clusterbinding", stack.BindingName, "--wait=true", "--timeout=2m")
 	step(t, "unbind", err)
 	checkUnbound(t)
-	syncer.Stop()
-	manager.Stop()
-
-	checkAudit(t, s.Virtual, "manifests/rbac/virtual", "", map[string][]string{
-		stack.ManagerAccount: managerUnusedOK, stack.SyncerAccount: virtualSyncerUnusedOK,
-	})
+	for _, b := range binaries {
+		b.Stop()
+	}
 	checkAudit(t, s.Physical, "manifests/rbac/physical", csiBindingYAML, map[string][]string{
 		stack.SyncerAccount: physicalSyncerUnusedOK,
 	})
@@ -170,10 +204,10 @@ func waitVirtualCSINode(t *testing.T, physical string) {
 	}))
 }
 
-// startManager runs kubeocean-manager with the arguments of the shipped
-// Deployment, as ServiceAccount kubeocean-manager.
-func startManager(t *testing.T) *stack.Binary {
-	ctx := t.Context()
+// managerDeploymentArgs are the arguments of the shipped manager
+// Deployment, with the template folder it mounts replaced by the shipped
+// one and the listen addresses left to StartBinary.
+func managerDeploymentArgs(t *testing.T) []string {
 	data, err := os.ReadFile(testenv.RepoPath("manifests/deploy/manager.yaml"))
 	step(t, "read manager.yaml", err)
 	var deployment appsv1.Deployment
@@ -182,15 +216,19 @@ func startManager(t *testing.T) *stack.Binary {
 	for _, arg := range deployment.Spec.Template.Spec.Containers[0].Args {
 		switch {
 		case strings.HasPrefix(arg, "--metrics-bind-address="), strings.HasPrefix(arg, "--health-probe-bind-address="):
-			// StartBinary picks free ports.
 		case strings.HasPrefix(arg, "--syncer-template-dir="):
-			// The shipped templates, which the Deployment mounts there.
 			args = append(args, "--syncer-template-dir="+testenv.RepoPath("manifests/deploy/syncer-template"))
 		default:
 			args = append(args, arg)
 		}
 	}
-	kubeconfig, err := world.VirtualKubeconfig(ctx, stack.SystemNamespace, stack.ManagerAccount)
+	return args
+}
+
+// startManager runs kubeocean-manager with args as ServiceAccount
+// kubeocean-manager.
+func startManager(t *testing.T, args ...string) *stack.Binary {
+	kubeconfig, err := world.VirtualKubeconfig(t.Context(), stack.SystemNamespace, stack.ManagerAccount)
 	step(t, "manager kubeconfig", err)
 	manager, err := world.StartBinary("kubeocean-manager", managerBin, kubeconfig, args...)
 	step(t, "start manager", err)

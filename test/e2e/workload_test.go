@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -231,14 +232,18 @@ func leftovers(ctx context.Context, kinds ...string) ([]string, error) {
 }
 
 // rotateKubeconfig replaces the binding's kubeconfig with one holding a
-// fresh bound token, as an operator rotating credentials does, and waits
-// until the manager rolls the new hash out to the syncer Deployment.
-func rotateKubeconfig(t *testing.T) {
+// fresh bound token, as an operator rotating credentials does, and, with a
+// syncer Deployment, waits until the manager rolls the new hash out to it.
+func rotateKubeconfig(t *testing.T, deployment bool) {
 	ctx, s := t.Context(), world
 	deployments := s.VirtualKube.AppsV1().Deployments(stack.SystemNamespace)
 	name := syncertemplate.ObjectName(stack.BindingName)
-	before, err := deployments.Get(ctx, name, metav1.GetOptions{})
-	step(t, "get syncer Deployment", err)
+	var before *appsv1.Deployment
+	if deployment {
+		var err error
+		before, err = deployments.Get(ctx, name, metav1.GetOptions{})
+		step(t, "get syncer Deployment", err)
+	}
 	token, err := s.Physical.Kubectl(ctx, "-n", stack.SystemNamespace, "create", "token", stack.SyncerAccount, "--duration=1h")
 	step(t, "create a token", err)
 	secrets := s.VirtualKube.CoreV1().Secrets(stack.SystemNamespace)
@@ -247,6 +252,9 @@ func rotateKubeconfig(t *testing.T) {
 	secret.Data["kubeconfig"] = s.Physical.KubeconfigForToken(strings.TrimSpace(token))
 	_, err = secrets.Update(ctx, secret, metav1.UpdateOptions{})
 	step(t, "rotate the kubeconfig", err)
+	if !deployment {
+		return
+	}
 	hashKey := "kubeocean.io/kubeconfig-hash"
 	old := before.Spec.Template.Annotations[hashKey]
 	waitCopy(t, "the new kubeconfig hash", func(ctx context.Context) (bool, error) {
