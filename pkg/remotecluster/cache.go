@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeocean/kubeocean/pkg/kubeclient"
 )
 
 // DefaultTTL bounds how long clients are reused, so credentials rotated
@@ -99,7 +101,7 @@ func NewCache[T any](getSecret SecretGetter, build BuildFunc[T], opts Options) *
 
 // NewKubeClientset is a BuildFunc for callers that only need the core clientset.
 func NewKubeClientset(config *rest.Config) (kubernetes.Interface, error) {
-	return kubernetes.NewForConfig(config)
+	return kubeclient.New(config)
 }
 
 // Get returns the clients for the kubeconfig in Secret namespace/name,

@@ -22,6 +22,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/events"
 	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/kubeclient"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 	"github.com/kubeocean/kubeocean/pkg/serving"
 )
@@ -55,7 +56,7 @@ type clusterClients struct {
 }
 
 func newClusterClients(config *rest.Config) (clusterClients, error) {
-	kube, err := kubernetes.NewForConfig(config)
+	kube, err := kubeclient.New(config)
 	if err != nil {
 		return clusterClients{}, err
 	}

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -30,6 +34,8 @@ type bench struct {
 	virtualKube, physKube kubernetes.Interface
 	physOcean             kubeoceanclient.Interface
 	syncer                *benchenv.Syncer
+	// metricsAddr serves the syncer's pprof handlers with --heap-profile.
+	metricsAddr string
 }
 
 func newBench(cfg config, virtual, physical *controlplane.Cluster) *bench {
@@ -110,10 +116,46 @@ func (b *bench) startSyncer(ctx context.Context) error {
 		return err
 	}
 	qps, burst := fmt.Sprint(b.cfg.qps), fmt.Sprint(b.cfg.burst)
+	metrics := []string{"--metrics-bind-address=0"}
+	if b.cfg.heapProfile != "" {
+		var err error
+		if b.metricsAddr, err = controlplane.FreeLoopbackAddress(); err != nil {
+			return err
+		}
+		metrics = []string{"--metrics-bind-address=" + b.metricsAddr, "--profiling"}
+	}
 	var err error
-	b.syncer, err = benchenv.StartSyncer(b.cfg.syncerBinary, b.virtual, bindingName,
-		"--kube-api-qps="+qps, "--kube-api-burst="+burst,
-		"--physical-kube-api-qps="+qps, "--physical-kube-api-burst="+burst,
-		"--workers=8", "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	b.syncer, err = benchenv.StartSyncer(b.cfg.syncerBinary, b.virtual, bindingName, append([]string{
+		"--kube-api-qps=" + qps, "--kube-api-burst=" + burst,
+		"--physical-kube-api-qps=" + qps, "--physical-kube-api-burst=" + burst,
+		"--workers=8", "--health-probe-bind-address=0"}, metrics...)...)
 	return err
+}
+
+// saveHeapProfile saves the syncer's heap profile to path and prints the
+// Go runtime's memory statistics; failures are only reported.
+func (b *bench) saveHeapProfile(path string) {
+	for _, get := range []struct{ query, to string }{{"", path}, {"?debug=1", ""}} {
+		resp, err := http.Get("http://" + b.metricsAddr + "/debug/pprof/heap" + get.query)
+		if err != nil {
+			benchenv.Logf("heap profile: %v", err)
+			return
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			benchenv.Logf("heap profile: %v", err)
+			return
+		}
+		if get.to != "" {
+			if err := os.WriteFile(get.to, data, 0o644); err != nil {
+				benchenv.Logf("heap profile: %v", err)
+			}
+			continue
+		}
+		// The statistics close the debug=1 text, after "# runtime.MemStats".
+		if i := strings.Index(string(data), "# runtime.MemStats"); i >= 0 {
+			fmt.Fprint(os.Stderr, string(data[i:]))
+		}
+	}
 }

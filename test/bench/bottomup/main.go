@@ -32,6 +32,9 @@ type config struct {
 	qps                float32
 	burst              int
 	syncerBinary       string
+	// heapProfile, when set, is where the syncer's heap profile is saved
+	// at the end; its memory statistics are printed too.
+	heapProfile string
 }
 
 func main() {
@@ -41,6 +44,7 @@ func main() {
 	qps := flag.Float64("qps", 500, "client QPS of the syncer and of the floor client, towards each cluster")
 	flag.IntVar(&cfg.burst, "burst", 1000, "client burst of the syncer and of the floor client")
 	flag.StringVar(&cfg.syncerBinary, "syncer", "bin/kubeocean-syncer", "path of the kubeocean-syncer binary")
+	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "save the syncer's heap profile here at the end, and print its memory statistics")
 	flag.Parse()
 	cfg.qps = float32(*qps)
 
@@ -95,6 +99,9 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if r.rssFull, r.cpuFull, err = b.syncer.Footprint(ctx, 15*time.Second); err != nil {
 		return err
+	}
+	if cfg.heapProfile != "" {
+		b.saveHeapProfile(cfg.heapProfile)
 	}
 	if keep := os.Getenv("KUBEOCEAN_BENCH_KEEP_LOG"); keep != "" {
 		if data, err := os.ReadFile(b.syncer.LogPath); err == nil {

@@ -131,6 +131,11 @@ func (b *bench) floor(ctx context.Context) (exist, running time.Duration, err er
 	if err := sharedObjects(ctx, b.physKube, floorNS); err != nil {
 		return 0, 0, err
 	}
+	runningPods, err := benchenv.CountPods(ctx, b.physKube, floorNS, "", isRunning)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer runningPods.Stop()
 	benchenv.Logf("floor: a plain client creates %d pods in the physical cluster", b.cfg.pods)
 	start := time.Now()
 	err = benchenv.ForEach(b.cfg.pods, func(i int) error {
@@ -141,10 +146,7 @@ func (b *bench) floor(ctx context.Context) (exist, running time.Duration, err er
 		return 0, 0, err
 	}
 	exist = time.Since(start)
-	running, err = benchenv.WaitUntil(ctx, start, 10*time.Minute, "floor pods Running", func(ctx context.Context) (bool, string, error) {
-		n, err := countRunning(ctx, b.physKube, floorNS, "")
-		return n == b.cfg.pods, fmt.Sprintf("%d/%d Running", n, b.cfg.pods), err
-	})
+	running, err = runningPods.WaitFor(ctx, start, 10*time.Minute, b.cfg.pods, "floor pods Running")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -153,19 +155,7 @@ func (b *bench) floor(ctx context.Context) (exist, running time.Duration, err er
 	return exist, running, err
 }
 
-func countRunning(ctx context.Context, kube kubernetes.Interface, namespace, selector string) (int, error) {
-	pods, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning {
-			n++
-		}
-	}
-	return n, nil
-}
+func isRunning(pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRunning }
 
 // throughput creates the virtual pods bound to the virtual nodes and times
 // until the physical pods exist and until the virtual pods are Running;
@@ -186,6 +176,17 @@ func (b *bench) throughput(ctx context.Context) (exist, running time.Duration, w
 	if err != nil {
 		return 0, 0, nil, err
 	}
+	managed := kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean
+	physicalPods, err := benchenv.CountPods(ctx, b.physKube, mount, managed, func(*corev1.Pod) bool { return true })
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	defer physicalPods.Stop()
+	runningPods, err := benchenv.CountPods(ctx, b.virtualKube, virtualNS, "", isRunning)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	defer runningPods.Stop()
 	benchenv.Logf("syncer: creating %d virtual pods bound to virtual nodes", b.cfg.pods)
 	if path := os.Getenv("KUBEOCEAN_BENCH_CPU_PROFILE"); path != "" {
 		go b.profile(path, 10*time.Second)
@@ -199,22 +200,10 @@ func (b *bench) throughput(ctx context.Context) (exist, running time.Duration, w
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	managed := kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean
-	exist, err = benchenv.WaitUntil(ctx, start, 10*time.Minute, "physical pods exist", func(ctx context.Context) (bool, string, error) {
-		pods, err := b.physKube.CoreV1().Pods(mount).List(ctx, metav1.ListOptions{LabelSelector: managed, ResourceVersion: "0"})
-		if err != nil {
-			return false, "", err
-		}
-		return len(pods.Items) >= b.cfg.pods, fmt.Sprintf("%d/%d", len(pods.Items), b.cfg.pods), nil
-	})
-	if err != nil {
+	if exist, err = physicalPods.WaitFor(ctx, start, 10*time.Minute, b.cfg.pods, "physical pods exist"); err != nil {
 		return 0, 0, nil, err
 	}
-	running, err = benchenv.WaitUntil(ctx, start, 10*time.Minute, "virtual pods Running", func(ctx context.Context) (bool, string, error) {
-		n, err := countRunning(ctx, b.virtualKube, virtualNS, "")
-		return n == b.cfg.pods, fmt.Sprintf("%d/%d Running", n, b.cfg.pods), err
-	})
-	if err != nil {
+	if running, err = runningPods.WaitFor(ctx, start, 10*time.Minute, b.cfg.pods, "virtual pods Running"); err != nil {
 		return 0, 0, nil, err
 	}
 	after, err := b.scrape()

@@ -1,7 +1,6 @@
 package podstatus
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -11,22 +10,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
-// TestReconcileSyncsStatusThenUID follows a pod from Pending to Running:
-// the first reconcile writes the status and, in a write of its own, the
-// physical UID; the next one writes nothing.
-func TestReconcileSyncsStatusThenUID(t *testing.T) {
+// TestReconcileSyncsStatusAndUID follows a pod from Pending to Running:
+// the first reconcile writes the status and the physical UID in one status
+// update, which touches no other metadata; the next one writes nothing.
+func TestReconcileSyncsStatusAndUID(t *testing.T) {
 	f := newFixture(t, pods(physicalPod()), pods(virtualPod()), pods(virtualPod()))
 	if err := f.reconcile(t); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
 	actions := f.virtualKube.Actions()
-	if got, want := verbs(actions), []string{"update pods/status", "patch pods"}; !slices.Equal(got, want) {
+	if got, want := verbs(actions), []string{"update pods/status"}; !slices.Equal(got, want) {
 		t.Fatalf("virtual actions = %v, want %v", got, want)
 	}
 	assertDeleted(t, f.physicalKube.Actions(), false)
@@ -38,30 +36,11 @@ func TestReconcileSyncsStatusThenUID(t *testing.T) {
 	if updated.Status.Phase != corev1.PodRunning || updated.Status.PodIP == "" || len(updated.Status.ContainerStatuses) != 1 {
 		t.Errorf("written status is not the running physical one: %+v", updated.Status)
 	}
-	if !equality.Semantic.DeepEqual(updated.ObjectMeta, virtualPod().ObjectMeta) {
-		t.Errorf("status update changed metadata: %+v", updated.ObjectMeta)
-	}
-
-	patch := actions[1].(clienttesting.PatchAction)
-	if patch.GetPatchType() != types.MergePatchType {
-		t.Errorf("patch type = %s, want merge", patch.GetPatchType())
-	}
-	var body struct {
-		Metadata struct {
-			UID         types.UID         `json:"uid"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
-		Status any `json:"status"`
-	}
-	if err := json.Unmarshal(patch.GetPatch(), &body); err != nil {
-		t.Fatal(err)
-	}
-	wantAnnotations := map[string]string{
-		kubeoceanv1alpha1.AnnotationPhysicalPodUID: string(physicalUID),
-		kubeoceanv1alpha1.AnnotationLastSyncTime:   "2026-03-04T05:06:07Z",
-	}
-	if body.Metadata.UID != virtualUID || !equality.Semantic.DeepEqual(body.Metadata.Annotations, wantAnnotations) || body.Status != nil {
-		t.Errorf("patch = %s, want uid %s and annotations %v only", patch.GetPatch(), virtualUID, wantAnnotations)
+	wantMeta := virtualPod().ObjectMeta
+	wantMeta.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] = string(physicalUID)
+	wantMeta.Annotations[kubeoceanv1alpha1.AnnotationLastSyncTime] = "2026-03-04T05:06:07Z"
+	if !equality.Semantic.DeepEqual(updated.ObjectMeta, wantMeta) {
+		t.Errorf("written metadata = %+v, want %+v (the virtual pod's, UID and resourceVersion included, plus the two annotations)", updated.ObjectMeta, wantMeta)
 	}
 
 	// The informer delivers what was written; reconciling again, and
@@ -93,8 +72,8 @@ func mustUpdate(t *testing.T, f *fixture, virtual *corev1.Pod) {
 }
 
 // TestReconcileWritesOnlyWhatChanged: a status change after the mapping is
-// recorded is one status write, with last-sync-time left alone; a missing
-// UID annotation alone is one patch.
+// recorded is one status write, with last-sync-time left alone; a stale
+// UID annotation alone is one status write too.
 func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
 	t.Run("status changed", func(t *testing.T) {
 		physical := physicalPod()
@@ -113,8 +92,13 @@ func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
 		if err := f.reconcile(t); err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
-		if got, want := verbs(f.virtualKube.Actions()), []string{"patch pods"}; !slices.Equal(got, want) {
-			t.Errorf("virtual actions = %v, want %v", got, want)
+		actions := f.virtualKube.Actions()
+		if got, want := verbs(actions), []string{"update pods/status"}; !slices.Equal(got, want) {
+			t.Fatalf("virtual actions = %v, want %v", got, want)
+		}
+		written := actions[0].(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
+		if got := written.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID]; got != string(physicalUID) {
+			t.Errorf("written UID annotation = %q, want %q", got, physicalUID)
 		}
 	})
 	t.Run("virtual pod terminating still gets status", func(t *testing.T) {
@@ -123,7 +107,7 @@ func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
 		if err := f.reconcile(t); err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
-		if got, want := verbs(f.virtualKube.Actions()), []string{"update pods/status", "patch pods"}; !slices.Equal(got, want) {
+		if got, want := verbs(f.virtualKube.Actions()), []string{"update pods/status"}; !slices.Equal(got, want) {
 			t.Errorf("virtual actions = %v, want %v", got, want)
 		}
 		assertDeleted(t, f.physicalKube.Actions(), false)
@@ -142,8 +126,6 @@ func TestReconcileWriteRaces(t *testing.T) {
 		{"status conflict", "update", apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, virtualName, errors.New("stale")), false},
 		{"virtual pod gone during status write", "update", apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, virtualName), false},
 		{"status write fails", "update", apierrors.NewServiceUnavailable("busy"), true},
-		{"virtual pod gone during patch", "patch", apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, virtualName), false},
-		{"patch fails", "patch", apierrors.NewServiceUnavailable("busy"), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
