@@ -16,7 +16,6 @@ import (
 
 	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/events"
-	"github.com/kubeocean/kubeocean/pkg/kubeclient"
 	"github.com/kubeocean/kubeocean/pkg/leaderelection"
 	"github.com/kubeocean/kubeocean/pkg/serving"
 )
@@ -64,7 +63,7 @@ func Run(ctx context.Context, opts *Options, setup Setup) error {
 	// Binaries run in the virtual cluster: their own cluster is "virtual".
 	p.Requests = NewRequestCounter(p.Registry)
 	p.Requests.Wrap(config, "virtual")
-	kube, err := kubeclient.New(config)
+	kube, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return err
 	}

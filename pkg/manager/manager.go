@@ -17,7 +17,6 @@ import (
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/informers"
-	"github.com/kubeocean/kubeocean/pkg/kubeclient"
 	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
 	"github.com/kubeocean/kubeocean/pkg/manager/connectivity"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
@@ -70,7 +69,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		QPS: checkQPS, Burst: checkBurst, UserAgent: Component,
 		Build: func(config *rest.Config) (kubernetes.Interface, error) {
 			p.Requests.Wrap(config, "physical")
-			return kubeclient.New(config)
+			return kubernetes.NewForConfig(config)
 		},
 	})
 	bindingController, err = clusterbinding.New(clusterbinding.Options{

@@ -16,8 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-
-	"github.com/kubeocean/kubeocean/pkg/kubeclient"
 )
 
 // DefaultTTL bounds how long clients are reused, so credentials rotated
@@ -101,7 +99,7 @@ func NewCache[T any](getSecret SecretGetter, build BuildFunc[T], opts Options) *
 
 // NewKubeClientset is a BuildFunc for callers that only need the core clientset.
 func NewKubeClientset(config *rest.Config) (kubernetes.Interface, error) {
-	return kubeclient.New(config)
+	return kubernetes.NewForConfig(config)
 }
 
 // Get returns the clients for the kubeconfig in Secret namespace/name,

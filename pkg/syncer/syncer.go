@@ -22,7 +22,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/events"
 	"github.com/kubeocean/kubeocean/pkg/informers"
-	"github.com/kubeocean/kubeocean/pkg/kubeclient"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 	"github.com/kubeocean/kubeocean/pkg/serving"
 )
@@ -56,7 +55,7 @@ type clusterClients struct {
 }
 
 func newClusterClients(config *rest.Config) (clusterClients, error) {
-	kube, err := kubeclient.New(config)
+	kube, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return clusterClients{}, err
 	}

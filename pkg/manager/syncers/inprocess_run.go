@@ -10,12 +10,12 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/app"
-	"github.com/kubeocean/kubeocean/pkg/kubeclient"
 	"github.com/kubeocean/kubeocean/pkg/serving"
 	"github.com/kubeocean/kubeocean/pkg/syncer"
 )
@@ -86,7 +86,7 @@ func (s *InProcess) process(name string) (*app.Process, error) {
 	base := s.opts.Process
 	config := rest.CopyConfig(base.Config)
 	config.UserAgent = syncer.Component + "/" + name
-	kube, err := kubeclient.New(config)
+	kube, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return nil, err
 	}
