@@ -22,7 +22,7 @@ func main() {
 	// Lease renewals alone are one write per virtual node every 10 s; leave
 	// room for them and for pod traffic at a thousand nodes.
 	opts.KubeAPIQPS, opts.KubeAPIBurst = 300, 600
-	syncerOpts := syncer.Options{Workers: 4, PodWorkers: 64, PhysicalQPS: 300, PhysicalBurst: 600}
+	syncerOpts := syncer.Options{Workers: 4, PodWorkers: 128, PhysicalQPS: 300, PhysicalBurst: 600}
 	// Empty means one Lease per binding (below), so replicas of different
 	// syncers never compete.
 	opts.Election.LeaseName = ""

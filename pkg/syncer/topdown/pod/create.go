@@ -2,13 +2,11 @@ package pod
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -68,20 +66,18 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 
 // recordMapping writes the physical pod's namespace and name on the virtual
 // pod and returns the pod as written, or nil when the virtual pod changed
-// under us (its event brings us back).
+// under us (its event brings us back). It is an update of the pod as read,
+// whose resourceVersion and UID make it fail on a pod changed or recreated
+// since; the apiserver takes it in the client's encoding, unlike a merge
+// patch, which it applies through JSON.
 func (c *Controller) recordMapping(ctx context.Context, virtual *corev1.Pod, m mapping) (*corev1.Pod, error) {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		// Fails the patch on a virtual pod recreated under the same name.
-		"uid": virtual.UID,
-		"annotations": map[string]string{
-			kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: c.mountNamespace,
-			kubeoceanv1alpha1.AnnotationPhysicalPodName:      m.name,
-		},
-	}})
-	if err != nil {
-		return nil, err
+	updated := virtual.DeepCopy()
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
 	}
-	recorded, err := c.virtualClient.Pods(virtual.Namespace).Patch(ctx, virtual.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	updated.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = c.mountNamespace
+	updated.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = m.name
+	recorded, err := c.virtualClient.Pods(virtual.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		klog.FromContext(ctx).V(4).Info("Virtual pod changed while recording its mapping; waiting for its event", "err", err)

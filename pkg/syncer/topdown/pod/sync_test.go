@@ -2,7 +2,6 @@ package pod
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -72,21 +71,23 @@ func TestCreate(t *testing.T) {
 	virtual := withTokenVolume(boundPod())
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, apiServer: "10.0.0.1:6443"})
 	result := f.mustReconcile()
-	assertWrites(t, f, "virtual patch pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
 	if result.RequeueAfter != 0 {
 		t.Errorf("RequeueAfter = %v after create, want 0 (the physical pod's event comes)", result.RequeueAfter)
 	}
 
-	patch := actions(f.virtualKube, "patch", "pods")[0].(clienttesting.PatchAction)
-	var body map[string]any
-	if err := json.Unmarshal(patch.GetPatch(), &body); err != nil {
-		t.Fatal(err)
+	// The mapping write is an update of the pod as read (its UID and
+	// resourceVersion make a recreated or changed pod fail it) that adds
+	// the two annotations and changes nothing else.
+	mapped := actions(f.virtualKube, "update", "pods")[0].(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
+	wantMapped := virtual.DeepCopy()
+	if wantMapped.Annotations == nil {
+		wantMapped.Annotations = map[string]string{}
 	}
-	wantPatch := map[string]any{"metadata": map[string]any{"uid": string(virtualUID), "annotations": map[string]any{
-		kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: mountNS, kubeoceanv1alpha1.AnnotationPhysicalPodName: physicalName,
-	}}}
-	if patch.GetPatchType() != types.MergePatchType || !reflect.DeepEqual(body, wantPatch) {
-		t.Errorf("mapping patch = %s %s, want merge patch %v", patch.GetPatchType(), patch.GetPatch(), wantPatch)
+	wantMapped.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = mountNS
+	wantMapped.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = physicalName
+	if !equality.Semantic.DeepEqual(mapped, wantMapped) {
+		t.Errorf("mapping write (-want +got):\n%s", diff.Diff(wantMapped, mapped))
 	}
 	if want := []string{"ConfigMap/team-a/config", "Secret/team-a/creds"}; !slices.Equal(f.dependents.calls, want) {
 		t.Errorf("dependents calls = %v, want %v", f.dependents.calls, want)
@@ -203,7 +204,7 @@ func TestWaitsForStalePhysicalTwin(t *testing.T) {
 	stale.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "earlier-uid"
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}, physicalPods: []*corev1.Pod{stale}})
 	f.mustReconcile()
-	assertWrites(t, f, "virtual patch pods")
+	assertWrites(t, f, "virtual update pods")
 	f.syncCaches()
 	f.mustReconcile()
 	assertWrites(t, f)
@@ -258,7 +259,7 @@ func TestNameTakenByForeignPod(t *testing.T) {
 func TestCreatedPodAwaitedInCache(t *testing.T) {
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
 	f.mustReconcile()
-	assertWrites(t, f, "virtual patch pods", "physical create pods")
+	assertWrites(t, f, "virtual update pods", "physical create pods")
 	f.cache("virtualPods", f.virtualPod())
 	calls := len(f.dependents.calls)
 
