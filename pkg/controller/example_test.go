@@ -1,0 +1,59 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
+	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// A controller over ClusterBindings, built the way Kubeocean's are: the
+// generated informers and listers (here over the generated fake clientset),
+// a reconcile function over a key, and a Handler turning events into keys.
+// Construct first, start the informers after, then Run.
+func Example() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset(&kubeoceanv1alpha1.ClusterBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "worker-1"},
+		Spec:       kubeoceanv1alpha1.ClusterBindingSpec{ClusterID: "worker-1", MountNamespace: "kubeocean-worker"},
+	})
+	factory := kubeoceaninformers.NewSharedInformerFactory(client, 0)
+	bindings := factory.Kubeocean().V1alpha1().ClusterBindings()
+
+	reconciled := make(chan string, 1)
+	c := controller.New(controller.Options[string]{
+		Name: "example-bindings",
+		Reconcile: func(ctx context.Context, name string) (controller.Result, error) {
+			binding, err := bindings.Lister().Get(name)
+			if err != nil {
+				return controller.Result{}, err
+			}
+			reconciled <- binding.Name + " mounts into " + binding.Spec.MountNamespace
+			return controller.Result{}, nil
+		},
+	})
+	err := c.Watch(bindings.Informer(), controller.Handler[*kubeoceanv1alpha1.ClusterBinding, string]{
+		Enqueue: c.Enqueue,
+		Keys:    func(b *kubeoceanv1alpha1.ClusterBinding) []string { return []string{b.Name} },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	factory.Start(ctx.Done())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx, 1) }()
+
+	fmt.Println(<-reconciled)
+	cancel()
+	fmt.Println("stopped:", <-done)
+	// Output:
+	// worker-1 mounts into kubeocean-worker
+	// stopped: <nil>
+}
