@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -19,7 +20,8 @@ import (
 // and its marks (finalizer, labels, annotations) on the virtual objects
 // they were copied from, so those look as they did before the binding.
 func (c *Controller) sweep(ctx context.Context) error {
-	var errs []error
+	// Before the virtual Secrets lose the used-by-pv mark that finds them.
+	errs := []error{c.deleteCSISecretCopies(ctx)}
 	managed := kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean
 	for _, ops := range c.physicalKinds() {
 		objs, err := ops.list(ctx, managed)
@@ -87,4 +89,41 @@ func (c *Controller) unmark(ctx context.Context, ops kindOps, obj metav1.Object)
 		return err
 	}
 	return ops.patch(ctx, obj, patch)
+}
+
+// deleteCSISecretCopies deletes the copies of the virtual Secrets this
+// binding marked as CSI node-publish Secrets of its volumes. Those copies
+// keep the Secret's own namespace and name instead of living in the mount
+// namespace, so the mount-namespace sweep does not reach them. A physical
+// Secret there that is not our copy of that virtual Secret is left alone.
+func (c *Controller) deleteCSISecretCopies(ctx context.Context) error {
+	selector := kubeoceanv1alpha1.SyncedByLabel(c.opts.ClusterID) + "," + kubeoceanv1alpha1.LabelUsedByPV
+	virtual, err := c.opts.VirtualKube.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, secret := range virtual.Items {
+		physical, err := c.opts.PhysicalKube.CoreV1().Secrets(secret.Namespace).Get(ctx, secret.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("reading the CSI Secret copy %s/%s: %w", secret.Namespace, secret.Name, err))
+			continue
+		}
+		annotations := physical.Annotations
+		if physical.Labels[kubeoceanv1alpha1.LabelManagedBy] != kubeoceanv1alpha1.ManagedByKubeocean ||
+			annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace] != secret.Namespace ||
+			annotations[kubeoceanv1alpha1.AnnotationVirtualName] != secret.Name {
+			continue
+		}
+		err = c.opts.PhysicalKube.CoreV1().Secrets(physical.Namespace).Delete(ctx, physical.Name, uidPrecondition(physical))
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted leftover physical object", "kind", "CSI Secret", "object", klog.KObj(physical))
+	}
+	return errors.Join(errs...)
 }

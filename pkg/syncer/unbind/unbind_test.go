@@ -177,3 +177,44 @@ func TestUnbindingWaitsThenSweepsAndReleases(t *testing.T) {
 		t.Fatalf("binding finalizers = %v, want only the manager's", got)
 	}
 }
+
+// A CSI node-publish Secret is copied under its own namespace and name, out
+// of the mount namespace: unbinding finds it through the virtual Secret's
+// used-by-pv mark, deletes our copy, and leaves alone a physical Secret of
+// the same name that is not ours.
+func TestUnbindingDeletesCSISecretCopies(t *testing.T) {
+	marked := func(name string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "storage", Name: name, Labels: map[string]string{
+			kubeoceanv1alpha1.LabelManagedBy:           kubeoceanv1alpha1.ManagedByKubeocean,
+			kubeoceanv1alpha1.SyncedByLabel(clusterID): "true",
+			kubeoceanv1alpha1.LabelUsedByPV:            "true",
+		}, Finalizers: []string{kubeoceanv1alpha1.Finalizer(clusterID)}}}
+	}
+	ours := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "storage", Name: "disk-creds", UID: "copy-uid",
+		Labels: map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean},
+		Annotations: map[string]string{
+			kubeoceanv1alpha1.AnnotationVirtualNamespace: "storage", kubeoceanv1alpha1.AnnotationVirtualName: "disk-creds",
+		}}}
+	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "storage", Name: "shared-creds"}}
+	f := newFixture(t, newBinding(true, kubeoceanv1alpha1.FinalizerClusterBindingSyncer),
+		[]runtime.Object{marked("disk-creds"), marked("shared-creds")}, []runtime.Object{ours, theirs})
+	if _, err := f.c.sync(t.Context(), bindingName); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := f.physicalKube.CoreV1().Secrets("storage").Get(ctx, "disk-creds", metav1.GetOptions{}); err == nil {
+		t.Error("our CSI Secret copy was not deleted")
+	}
+	if _, err := f.physicalKube.CoreV1().Secrets("storage").Get(ctx, "shared-creds", metav1.GetOptions{}); err != nil {
+		t.Errorf("a physical Secret that is not our copy was deleted: %v", err)
+	}
+	for _, name := range []string{"disk-creds", "shared-creds"} {
+		secret, err := f.virtualKube.CoreV1().Secrets("storage").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(secret.Labels) != 0 || len(secret.Finalizers) != 0 {
+			t.Errorf("virtual Secret %s still marked: %+v", name, secret.ObjectMeta)
+		}
+	}
+}
