@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
-	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -55,12 +54,7 @@ type Options struct {
 }
 
 // Controller reconciles virtual ConfigMaps, keyed by namespace/name.
-type Controller struct {
-	*controller.Controller[cache.ObjectName]
-
-	configMaps corev1listers.ConfigMapLister
-	lifecycle  *dependents.Lifecycle
-}
+type Controller = dependents.Controller[*corev1.ConfigMap]
 
 // New builds the controller and registers its event handlers; it starts
 // nothing.
@@ -79,9 +73,10 @@ func New(opts Options) (*Controller, error) {
 		opts.GracePeriod = dependents.DefaultGracePeriod
 	}
 	s := opts.Syncer
-	c := &Controller{
-		configMaps: opts.VirtualConfigMaps.Lister(),
-		lifecycle: &dependents.Lifecycle{
+	lister := opts.VirtualConfigMaps.Lister()
+	base, err := dependents.NewController(dependents.ControllerOptions[*corev1.ConfigMap]{
+		Name: Name,
+		Lifecycle: &dependents.Lifecycle{
 			Kind:   dependents.KindConfigMap,
 			Unused: dependents.NewUnusedTracker(opts.Clock, opts.GracePeriod),
 			InUse: func(key cache.ObjectName) (bool, error) {
@@ -91,47 +86,21 @@ func New(opts Options) (*Controller, error) {
 			Release:      dependents.ByKey(s.ReleaseConfigMap),
 			DeleteOrphan: dependents.ByKey(s.DeleteOrphanConfigMap),
 		},
-	}
-	c.Controller = controller.New(controller.Options[cache.ObjectName]{
-		Name:      Name,
-		Reconcile: c.reconcile,
-		// Copies are released and orphans deleted from what the caches
-		// say: never before they have synced.
-		HasSynced: append(pods.HasSynced(), opts.VirtualConfigMaps.Informer().HasSynced, opts.PhysicalConfigMaps.Informer().HasSynced),
+		Get: func(key cache.ObjectName) (*corev1.ConfigMap, error) {
+			return lister.ConfigMaps(key.Namespace).Get(key.Name)
+		},
+		Virtual: opts.VirtualConfigMaps.Informer(), Physical: opts.PhysicalConfigMaps.Informer(), Namespaced: true,
+		HasSynced: pods.HasSynced(),
 		Metrics:   opts.Metrics,
 	})
-	if err := c.addHandlers(opts); err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+	if err != nil {
+		return nil, err
+	}
+	c := base
+	if err := c.Watch(opts.VirtualPods.Informer(), dependents.PodHandler(references.KindConfigMap, c.Enqueue)); err != nil {
+		return nil, fmt.Errorf("%s: registering virtual pod handler: %w", Name, err)
 	}
 	return c, nil
-}
-
-func (c *Controller) addHandlers(opts Options) error {
-	if err := c.Watch(opts.VirtualConfigMaps.Informer(), controller.Handler[*corev1.ConfigMap, cache.ObjectName]{
-		Enqueue: c.Enqueue,
-		Keys:    controller.ObjectKeys[*corev1.ConfigMap],
-	}); err != nil {
-		return fmt.Errorf("registering virtual ConfigMap handler: %w", err)
-	}
-	// A copy deleted or edited by someone maps back to its virtual object,
-	// which puts it right.
-	if err := c.Watch(opts.PhysicalConfigMaps.Informer(), controller.Handler[*corev1.ConfigMap, cache.ObjectName]{
-		Enqueue: c.Enqueue,
-		Keys:    virtualKeys,
-	}); err != nil {
-		return fmt.Errorf("registering physical ConfigMap handler: %w", err)
-	}
-	if err := c.Watch(opts.VirtualPods.Informer(), dependents.PodHandler(references.KindConfigMap, c.Enqueue)); err != nil {
-		return fmt.Errorf("registering virtual pod handler: %w", err)
-	}
-	return nil
-}
-
-func virtualKeys(physical *corev1.ConfigMap) []cache.ObjectName {
-	if key, ok := dependents.VirtualKeyOf(physical, true); ok {
-		return []cache.ObjectName{key}
-	}
-	return nil
 }
 
 func (o Options) validate() error {

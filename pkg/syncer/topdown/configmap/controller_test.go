@@ -15,6 +15,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents/dependentstest"
 )
 
@@ -61,7 +62,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) reconcile() controller.Result {
 	f.t.Helper()
-	result, err := f.c.reconcile(f.e.Context(), key)
+	result, err := f.c.Reconcile(f.e.Context(), key)
 	if err != nil {
 		f.t.Fatalf("reconcile: %v", err)
 	}
@@ -173,7 +174,7 @@ func TestRestoresDeletedCopy(t *testing.T) {
 
 	// The physical delete event maps back to the virtual ConfigMap.
 	var keys []cache.ObjectName
-	handler := controller.Handler[*corev1.ConfigMap, cache.ObjectName]{Enqueue: func(k cache.ObjectName) { keys = append(keys, k) }, Keys: virtualKeys}
+	handler := controller.Handler[*corev1.ConfigMap, cache.ObjectName]{Enqueue: func(k cache.ObjectName) { keys = append(keys, k) }, Keys: dependents.CopyKeys[*corev1.ConfigMap](true)}
 	handler.OnDelete(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace: dependentstest.MountNamespace, Name: physicalName,
 		Annotations: map[string]string{kubeoceanv1alpha1.AnnotationVirtualName: "conf", kubeoceanv1alpha1.AnnotationVirtualNamespace: ns},

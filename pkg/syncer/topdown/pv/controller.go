@@ -51,14 +51,14 @@ type Options struct {
 }
 
 // Controller reconciles virtual PVs, keyed by name.
-type Controller struct {
-	*controller.Controller[cache.ObjectName]
+type Controller = dependents.Controller[*corev1.PersistentVolume]
 
+// volumes answers the Lifecycle's calls for PVs.
+type volumes struct {
 	syncer    *dependents.Syncer
 	clusterID string
 	pvs       corev1listers.PersistentVolumeLister
 	claims    corev1listers.PersistentVolumeClaimLister
-	lifecycle *dependents.Lifecycle
 }
 
 // New builds the controller and registers its event handlers; it starts
@@ -73,65 +73,33 @@ func New(opts Options) (*Controller, error) {
 	if opts.GracePeriod == 0 {
 		opts.GracePeriod = dependents.DefaultGracePeriod
 	}
-	c := &Controller{
-		syncer:    opts.Syncer,
-		clusterID: opts.ClusterID,
-		pvs:       opts.VirtualPVs.Lister(),
-		claims:    opts.VirtualPVCs.Lister(),
-	}
-	c.lifecycle = &dependents.Lifecycle{
-		Kind:         dependents.KindPV,
-		Unused:       dependents.NewUnusedTracker(opts.Clock, opts.GracePeriod),
-		InUse:        c.inUse,
-		Ensure:       c.ensure,
-		Release:      c.release,
-		DeleteOrphan: c.deleteOrphan,
-	}
-	c.Controller = controller.New(controller.Options[cache.ObjectName]{
-		Name:      Name,
-		Reconcile: c.reconcile,
-		// Copies are released and orphans deleted from what the caches
-		// say: never before they have synced.
-		HasSynced: []cache.InformerSynced{opts.VirtualPVs.Informer().HasSynced,
-			opts.PhysicalPVs.Informer().HasSynced, opts.VirtualPVCs.Informer().HasSynced},
-		Metrics: opts.Metrics,
+	v := &volumes{syncer: opts.Syncer, clusterID: opts.ClusterID, pvs: opts.VirtualPVs.Lister(), claims: opts.VirtualPVCs.Lister()}
+	c, err := dependents.NewController(dependents.ControllerOptions[*corev1.PersistentVolume]{
+		Name: Name,
+		Lifecycle: &dependents.Lifecycle{
+			Kind:         dependents.KindPV,
+			Unused:       dependents.NewUnusedTracker(opts.Clock, opts.GracePeriod),
+			InUse:        v.inUse,
+			Ensure:       v.ensure,
+			Release:      v.release,
+			DeleteOrphan: v.deleteOrphan,
+		},
+		Get:     func(key cache.ObjectName) (*corev1.PersistentVolume, error) { return v.pvs.Get(key.Name) },
+		Virtual: opts.VirtualPVs.Informer(), Physical: opts.PhysicalPVs.Informer(),
+		HasSynced: []cache.InformerSynced{opts.VirtualPVCs.Informer().HasSynced},
+		Metrics:   opts.Metrics,
 	})
-	if err := c.addHandlers(opts); err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
-	}
-	return c, nil
-}
-
-func (c *Controller) addHandlers(opts Options) error {
-	if err := c.Watch(opts.VirtualPVs.Informer(), controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
-		Enqueue: c.Enqueue,
-		Keys:    controller.ObjectKeys[*corev1.PersistentVolume],
-	}); err != nil {
-		return fmt.Errorf("registering virtual PV handler: %w", err)
-	}
-	// A copy deleted or edited by someone maps back to its virtual PV,
-	// which puts it right.
-	if err := c.Watch(opts.PhysicalPVs.Informer(), controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
-		Enqueue: c.Enqueue,
-		Keys:    virtualKeys,
-	}); err != nil {
-		return fmt.Errorf("registering physical PV handler: %w", err)
+	if err != nil {
+		return nil, err
 	}
 	// A claim marked or released changes whether its volume is used.
 	if err := c.Watch(opts.VirtualPVCs.Informer(), controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    volumeKeys,
 	}); err != nil {
-		return fmt.Errorf("registering virtual PVC handler: %w", err)
+		return nil, fmt.Errorf("%s: registering virtual PVC handler: %w", Name, err)
 	}
-	return nil
-}
-
-func virtualKeys(physical *corev1.PersistentVolume) []cache.ObjectName {
-	if key, ok := dependents.VirtualKeyOf(physical, false); ok {
-		return []cache.ObjectName{key}
-	}
-	return nil
+	return c, nil
 }
 
 func volumeKeys(claim *corev1.PersistentVolumeClaim) []cache.ObjectName {

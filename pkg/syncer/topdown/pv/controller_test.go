@@ -47,7 +47,7 @@ func newFixture(t *testing.T) (*dependentstest.Env, *Controller) {
 
 func reconcile(t *testing.T, e *dependentstest.Env, c *Controller) time.Duration {
 	t.Helper()
-	result, err := c.reconcile(e.Context(), key)
+	result, err := c.Reconcile(e.Context(), key)
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}

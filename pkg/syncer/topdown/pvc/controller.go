@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
-	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -56,12 +55,7 @@ type Options struct {
 }
 
 // Controller reconciles virtual PVCs, keyed by namespace/name.
-type Controller struct {
-	*controller.Controller[cache.ObjectName]
-
-	claims    corev1listers.PersistentVolumeClaimLister
-	lifecycle *dependents.Lifecycle
-}
+type Controller = dependents.Controller[*corev1.PersistentVolumeClaim]
 
 // New builds the controller and registers its event handlers; it starts
 // nothing.
@@ -80,9 +74,10 @@ func New(opts Options) (*Controller, error) {
 		opts.GracePeriod = dependents.DefaultGracePeriod
 	}
 	s := opts.Syncer
-	c := &Controller{
-		claims: opts.VirtualPVCs.Lister(),
-		lifecycle: &dependents.Lifecycle{
+	lister := opts.VirtualPVCs.Lister()
+	base, err := dependents.NewController(dependents.ControllerOptions[*corev1.PersistentVolumeClaim]{
+		Name: Name,
+		Lifecycle: &dependents.Lifecycle{
 			Kind:   dependents.KindPVC,
 			Unused: dependents.NewUnusedTracker(opts.Clock, opts.GracePeriod),
 			InUse: func(key cache.ObjectName) (bool, error) {
@@ -92,47 +87,21 @@ func New(opts Options) (*Controller, error) {
 			Release:      dependents.ByKey(s.ReleasePVC),
 			DeleteOrphan: dependents.ByKey(s.DeleteOrphanPVC),
 		},
-	}
-	c.Controller = controller.New(controller.Options[cache.ObjectName]{
-		Name:      Name,
-		Reconcile: c.reconcile,
-		// Copies are released and orphans deleted from what the caches
-		// say: never before they have synced.
-		HasSynced: append(pods.HasSynced(), opts.VirtualPVCs.Informer().HasSynced, opts.PhysicalPVCs.Informer().HasSynced),
+		Get: func(key cache.ObjectName) (*corev1.PersistentVolumeClaim, error) {
+			return lister.PersistentVolumeClaims(key.Namespace).Get(key.Name)
+		},
+		Virtual: opts.VirtualPVCs.Informer(), Physical: opts.PhysicalPVCs.Informer(), Namespaced: true,
+		HasSynced: pods.HasSynced(),
 		Metrics:   opts.Metrics,
 	})
-	if err := c.addHandlers(opts); err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+	if err != nil {
+		return nil, err
+	}
+	c := base
+	if err := c.Watch(opts.VirtualPods.Informer(), dependents.PodHandler(references.KindPVC, c.Enqueue)); err != nil {
+		return nil, fmt.Errorf("%s: registering virtual pod handler: %w", Name, err)
 	}
 	return c, nil
-}
-
-func (c *Controller) addHandlers(opts Options) error {
-	if err := c.Watch(opts.VirtualPVCs.Informer(), controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
-		Enqueue: c.Enqueue,
-		Keys:    controller.ObjectKeys[*corev1.PersistentVolumeClaim],
-	}); err != nil {
-		return fmt.Errorf("registering virtual PVC handler: %w", err)
-	}
-	// A copy deleted or edited by someone maps back to its virtual object,
-	// which puts it right.
-	if err := c.Watch(opts.PhysicalPVCs.Informer(), controller.Handler[*corev1.PersistentVolumeClaim, cache.ObjectName]{
-		Enqueue: c.Enqueue,
-		Keys:    virtualKeys,
-	}); err != nil {
-		return fmt.Errorf("registering physical PVC handler: %w", err)
-	}
-	if err := c.Watch(opts.VirtualPods.Informer(), dependents.PodHandler(references.KindPVC, c.Enqueue)); err != nil {
-		return fmt.Errorf("registering virtual pod handler: %w", err)
-	}
-	return nil
-}
-
-func virtualKeys(physical *corev1.PersistentVolumeClaim) []cache.ObjectName {
-	if key, ok := dependents.VirtualKeyOf(physical, true); ok {
-		return []cache.ObjectName{key}
-	}
-	return nil
 }
 
 func (o Options) validate() error {

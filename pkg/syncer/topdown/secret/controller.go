@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
-	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -61,14 +60,13 @@ type Options struct {
 }
 
 // Controller reconciles virtual Secrets, keyed by namespace/name.
-type Controller struct {
-	*controller.Controller[cache.ObjectName]
+type Controller = dependents.Controller[*corev1.Secret]
 
-	syncer    *dependents.Syncer
-	secrets   corev1listers.SecretLister
-	pods      *dependents.PodReferences
-	pvs       cache.Indexer
-	lifecycle *dependents.Lifecycle
+// users tells who needs copies of a Secret: pods and PVs of the binding.
+type users struct {
+	syncer *dependents.Syncer
+	pods   *dependents.PodReferences
+	pvs    cache.Indexer
 }
 
 // New builds the controller and registers its event handlers; it starts
@@ -90,50 +88,37 @@ func New(opts Options) (*Controller, error) {
 	if opts.GracePeriod == 0 {
 		opts.GracePeriod = dependents.DefaultGracePeriod
 	}
-	c := &Controller{
-		syncer:  opts.Syncer,
-		secrets: opts.VirtualSecrets.Lister(),
-		pods:    pods,
-		pvs:     opts.VirtualPVs.Informer().GetIndexer(),
-	}
-	c.lifecycle = &dependents.Lifecycle{
-		Kind:         dependents.KindSecret,
-		Unused:       dependents.NewUnusedTracker(opts.Clock, opts.GracePeriod),
-		InUse:        c.inUse,
-		Ensure:       c.ensure,
-		Release:      dependents.ByKey(opts.Syncer.ReleaseSecret),
-		DeleteOrphan: dependents.ByKey(opts.Syncer.DeleteOrphanSecret),
-	}
-	c.Controller = controller.New(controller.Options[cache.ObjectName]{
-		Name:      Name,
-		Reconcile: c.reconcile,
-		// Copies are released and orphans deleted from what the caches
-		// say: never before they have synced.
-		HasSynced: append(pods.HasSynced(), opts.VirtualSecrets.Informer().HasSynced,
-			opts.PhysicalSecrets.Informer().HasSynced, opts.VirtualPVs.Informer().HasSynced),
-		Metrics: opts.Metrics,
+	u := &users{syncer: opts.Syncer, pods: pods, pvs: opts.VirtualPVs.Informer().GetIndexer()}
+	lister := opts.VirtualSecrets.Lister()
+	c, err := dependents.NewController(dependents.ControllerOptions[*corev1.Secret]{
+		Name: Name,
+		Lifecycle: &dependents.Lifecycle{
+			Kind:         dependents.KindSecret,
+			Unused:       dependents.NewUnusedTracker(opts.Clock, opts.GracePeriod),
+			InUse:        u.inUse,
+			Ensure:       u.ensure,
+			Release:      dependents.ByKey(opts.Syncer.ReleaseSecret),
+			DeleteOrphan: dependents.ByKey(opts.Syncer.DeleteOrphanSecret),
+		},
+		Get: func(key cache.ObjectName) (*corev1.Secret, error) {
+			return lister.Secrets(key.Namespace).Get(key.Name)
+		},
+		Virtual: opts.VirtualSecrets.Informer(), Physical: opts.PhysicalSecrets.Informer(), Namespaced: true,
+		HasSynced: append(pods.HasSynced(), opts.VirtualPVs.Informer().HasSynced),
+		Metrics:   opts.Metrics,
 	})
-	if err := c.addHandlers(opts); err != nil {
+	if err != nil {
+		return nil, err
+	}
+	if err := addHandlers(c, opts); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return c, nil
 }
 
-func (c *Controller) addHandlers(opts Options) error {
-	if err := c.Watch(opts.VirtualSecrets.Informer(), controller.Handler[*corev1.Secret, cache.ObjectName]{
-		Enqueue: c.Enqueue,
-		Keys:    controller.ObjectKeys[*corev1.Secret],
-	}); err != nil {
-		return fmt.Errorf("registering virtual Secret handler: %w", err)
-	}
-	// A copy deleted or edited by someone maps back to its virtual object,
-	// which puts it right.
-	if err := c.Watch(opts.PhysicalSecrets.Informer(), controller.Handler[*corev1.Secret, cache.ObjectName]{
-		Enqueue: c.Enqueue,
-		Keys:    virtualKeys,
-	}); err != nil {
-		return fmt.Errorf("registering physical Secret handler: %w", err)
-	}
+// addHandlers registers what else tells whether a Secret is used: the
+// pods referring to it and the PVs naming it as their CSI Secret.
+func addHandlers(c *Controller, opts Options) error {
 	if err := c.Watch(opts.VirtualPods.Informer(), dependents.PodHandler(references.KindSecret, c.Enqueue)); err != nil {
 		return fmt.Errorf("registering virtual pod handler: %w", err)
 	}
@@ -143,13 +128,6 @@ func (c *Controller) addHandlers(opts Options) error {
 		Keys:    csiSecretKeys,
 	}); err != nil {
 		return fmt.Errorf("registering virtual PV handler: %w", err)
-	}
-	return nil
-}
-
-func virtualKeys(physical *corev1.Secret) []cache.ObjectName {
-	if key, ok := dependents.VirtualKeyOf(physical, true); ok {
-		return []cache.ObjectName{key}
 	}
 	return nil
 }

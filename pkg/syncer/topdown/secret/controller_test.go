@@ -64,7 +64,7 @@ func volumeEnv(t *testing.T) (*dependentstest.Env, *Controller) {
 
 func reconcile(t *testing.T, e *dependentstest.Env, c *Controller, key cache.ObjectName) time.Duration {
 	t.Helper()
-	result, err := c.reconcile(e.Context(), key)
+	result, err := c.Reconcile(e.Context(), key)
 	if err != nil {
 		t.Fatalf("reconcile %v: %v", key, err)
 	}
