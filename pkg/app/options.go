@@ -29,6 +29,7 @@ type Options struct {
 	// Profiling serves Go's pprof handlers under /debug/pprof on the
 	// metrics address.
 	Profiling bool
+	GC        GCOptions
 }
 
 // NewOptions returns the defaults for component.
@@ -38,6 +39,7 @@ func NewOptions(component string) *Options {
 		KubeAPIQPS:   50,
 		KubeAPIBurst: 100,
 		Serving:      serving.NewOptions(),
+		GC:           GCOptions{Percent: DefaultGCPercent},
 		Election: leaderelection.Options{
 			LeaseName:      component,
 			LeaseNamespace: "kubeocean-system",
@@ -61,6 +63,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go profiles under /debug/pprof on the metrics address.")
 	o.Serving.AddFlags(fs)
 	o.Election.AddFlags(fs)
+	o.GC.AddFlags(fs)
 }
 
 // RESTConfig builds the client configuration for the component's own

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,7 @@ type Setup func(ctx context.Context, p *Process) ([]Runnable, error)
 func Run(ctx context.Context, opts *Options, setup Setup) error {
 	logger := klog.FromContext(ctx).WithValues("component", opts.Component)
 	ctx = klog.NewContext(ctx, logger)
+	opts.GC.Apply(logger, os.Getenv)
 
 	config, err := opts.RESTConfig()
 	if err != nil {

@@ -18,9 +18,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -103,6 +105,18 @@ func (c *Cluster) Kube(scope Scope) kubeinformers.SharedInformerFactory {
 	)
 	c.kubeSets[scope.key()] = f
 	return f
+}
+
+// PodsWithoutIndexes returns the pod informer of scope without the
+// namespace index the factory's pod informers carry; callers add the
+// indexes they use. It suits a scope that caches many pods and never lists
+// them by namespace, where the index would cost about as much as the pods.
+// It is the pod informer of scope's factory, so ask for it before anything
+// else asks that factory for pods.
+func (c *Cluster) PodsWithoutIndexes(scope Scope) cache.SharedIndexInformer {
+	return c.Kube(scope).InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(client, scope.Namespace, resync, cache.Indexers{}, scope.tweak)
+	})
 }
 
 // Kubeocean returns the kubeocean.io informer factory for scope, creating it

@@ -180,3 +180,28 @@ func names(pods []*corev1.Pod) []string {
 	}
 	return out
 }
+
+func TestPodsWithoutIndexesKeepsScopeAndSlim(t *testing.T) {
+	kube := kubefake.NewClientset(
+		testPod("mount", "managed", map[string]string{"kubeocean.io/managed-by": "kubeocean"}),
+		testPod("other", "foreign", nil),
+	)
+	c := NewCluster("physical", kube, kubeoceanfake.NewClientset(), 0)
+	scope := Scope{LabelSelector: "kubeocean.io/managed-by!=kubeocean", Slim: slimPod, SlimName: "capacity"}
+	informer := c.PodsWithoutIndexes(scope)
+	if len(informer.GetIndexer().GetIndexers()) != 0 {
+		t.Fatalf("indexes %v, want none", informer.GetIndexer().GetIndexers())
+	}
+	if c.Kube(scope).Core().V1().Pods().Informer() != informer {
+		t.Fatal("the factory of the scope must hand out the same pod informer")
+	}
+	startCluster(t, c)
+
+	objs := informer.GetStore().List()
+	if len(objs) != 1 {
+		t.Fatalf("stored %d pods, want only other/foreign", len(objs))
+	}
+	if p := objs[0].(*corev1.Pod); p.Name != "foreign" || p.Annotations != nil {
+		t.Fatalf("stored %s/%s with annotations %v; want other/foreign, slimmed", p.Namespace, p.Name, p.Annotations)
+	}
+}

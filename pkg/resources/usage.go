@@ -2,26 +2,30 @@ package resources
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/intern"
 )
 
 // PodUsage is the compact form in which the syncer caches the pods it does
 // not run: only what a node's capacity needs. A physical cluster may hold
 // tens of thousands of such pods; as *corev1.Pod, even slimmed, each costs
-// a few kilobytes, as PodUsage a few hundred bytes.
+// a few kilobytes, as PodUsage about a hundred bytes plus its name.
+//
+// It keeps only the identity an informer's store and event handlers read
+// (namespace, name, resourceVersion) and implements metav1.Object over it
+// (usage_meta.go); everything else of a pod's metadata is dropped.
 type PodUsage struct {
-	metav1.TypeMeta
-	// ObjectMeta carries only namespace, name, UID and resourceVersion,
-	// which the informer's store and event handlers need.
-	metav1.ObjectMeta
-	NodeName string
+	Namespace       string
+	Name            string
+	ResourceVersion string
+	NodeName        string
 	// HoldsResources is HoldsResources of the pod.
 	HoldsResources bool
-	// Requests is PodRequests of the pod, in milli-units.
+	// Requests is PodRequests of the pod, in milli-units, except the pod
+	// slot every pod takes, which UsageByNode counts.
 	Requests []Amount
 }
 
@@ -33,30 +37,25 @@ type Amount struct {
 
 var _ runtime.Object = &PodUsage{}
 
-// UsageOf computes the compact form of pod.
+// UsageOf computes the compact form of pod. Namespace and node names repeat
+// across many pods and are interned, so each is held once.
 func UsageOf(pod *corev1.Pod) *PodUsage {
 	requests := PodRequests(pod)
 	u := &PodUsage{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
-		},
-		NodeName:       pod.Spec.NodeName,
-		HoldsResources: HoldsResources(pod),
-		Requests:       make([]Amount, 0, len(requests)),
+		Namespace:       intern.String(pod.Namespace),
+		Name:            pod.Name,
+		ResourceVersion: pod.ResourceVersion,
+		NodeName:        intern.String(pod.Spec.NodeName),
+		HoldsResources:  HoldsResources(pod),
+	}
+	delete(requests, corev1.ResourcePods)
+	if len(requests) > 0 {
+		u.Requests = make([]Amount, 0, len(requests))
 	}
 	for name, q := range requests {
-		u.Requests = append(u.Requests, Amount{Name: name, Milli: q.MilliValue()})
+		u.Requests = append(u.Requests, Amount{Name: corev1.ResourceName(intern.String(string(name))), Milli: q.MilliValue()})
 	}
 	return u
-}
-
-// AddTo adds the pod's requests to total in place.
-func (u *PodUsage) AddTo(total corev1.ResourceList) {
-	for _, a := range u.Requests {
-		sum := total[a.Name]
-		sum.Add(*resource.NewMilliQuantity(a.Milli, resource.DecimalSI))
-		total[a.Name] = sum
-	}
 }
 
 // SameUsage reports whether two versions of a pod weigh the same on the
@@ -77,10 +76,13 @@ func (u *PodUsage) SameUsage(other *PodUsage) bool {
 	return true
 }
 
+// GetObjectKind implements runtime.Object; a PodUsage has no kind of its
+// own, being only ever cached, never sent.
+func (u *PodUsage) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
 // DeepCopyObject implements runtime.Object.
 func (u *PodUsage) DeepCopyObject() runtime.Object {
 	out := *u
-	u.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Requests = append([]Amount(nil), u.Requests...)
 	return &out
 }

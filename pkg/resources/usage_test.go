@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestPodUsageMatchesPodRequests(t *testing.T) {
@@ -18,16 +19,17 @@ func TestPodUsageMatchesPodRequests(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	u := UsageOf(pod)
-	if u.Namespace != "apps" || u.Name != "web" || u.UID != "u1" || u.ResourceVersion != "7" || u.NodeName != "n1" || !u.HoldsResources {
+	if u.Namespace != "apps" || u.Name != "web" || u.ResourceVersion != "7" || u.NodeName != "n1" || !u.HoldsResources {
 		t.Fatalf("identity lost: %+v", u)
 	}
-	if u.Labels != nil || u.Annotations != nil {
-		t.Fatal("PodUsage must not keep labels or annotations")
+	if key, err := cache.MetaNamespaceKeyFunc(u); err != nil || key != "apps/web" {
+		t.Fatalf("store key = %q, %v; want apps/web", key, err)
 	}
-	total := corev1.ResourceList{}
-	u.AddTo(total)
-	if !equality.Semantic.DeepEqual(total, PodRequests(pod)) {
-		t.Fatalf("AddTo = %v, want %v", total, PodRequests(pod))
+	if u.GetLabels() != nil || u.GetAnnotations() != nil || u.GetUID() != "" {
+		t.Fatal("PodUsage must not keep labels, annotations or the UID")
+	}
+	if total := usageOn("n1", u); !equality.Semantic.DeepEqual(total, PodRequests(pod)) {
+		t.Fatalf("usage = %v, want %v", total, PodRequests(pod))
 	}
 
 	copied := u.DeepCopyObject().(*PodUsage)
@@ -40,4 +42,28 @@ func TestPodUsageMatchesPodRequests(t *testing.T) {
 	if u.SameUsage(UsageOf(finished)) {
 		t.Fatal("a pod that finished must not weigh the same")
 	}
+}
+
+func TestPodUsageOfABestEffortPodStillTakesASlot(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "idle"},
+		Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	u := UsageOf(pod)
+	if u.Requests != nil {
+		t.Fatalf("a pod without requests holds %v", u.Requests)
+	}
+	if total := usageOn("n1", u); !equality.Semantic.DeepEqual(total, PodRequests(pod)) {
+		t.Fatalf("usage = %v, want %v", total, PodRequests(pod))
+	}
+}
+
+// usageOn sums usages alone on node.
+func usageOn(node string, usages ...*PodUsage) corev1.ResourceList {
+	sums := NewUsageByNode()
+	for _, u := range usages {
+		sums.Update(nil, u)
+	}
+	return sums.Of(node)
 }

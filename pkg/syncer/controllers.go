@@ -26,13 +26,13 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	virtualNodes := v.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
 	virtualPods := v.Kube(informers.Scope{}).Core().V1().Pods()
 	policies := ph.Kubeocean(informers.Scope{}).Kubeocean().V1alpha1().ResourceLeasingPolicies()
-	physicalNodes := ph.Kube(physicalNodeScope()).Core().V1().Nodes()
+	physicalNodes := ph.Kube(physicalNodeScope(e.binding.Spec.NodeSelector)).Core().V1().Nodes()
 
 	nodes, err := node.New(node.Options{
 		BindingName: e.binding.Name, ClusterID: clusterID,
 		VirtualNodesClient: e.virtual.Kube.CoreV1(), VirtualPodsClient: e.virtual.Kube.CoreV1(),
 		Bindings: bindings, Policies: policies, PhysicalNodes: physicalNodes,
-		ForeignPods:  ph.Kube(foreignPodScope()).Core().V1().Pods().Informer(),
+		ForeignPods:  ph.PodsWithoutIndexes(foreignPodScope()),
 		VirtualNodes: virtualNodes, VirtualPods: virtualPods,
 		Recorder: p.Recorder, Metrics: p.Metrics,
 	})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/informers"
@@ -12,19 +14,24 @@ import (
 
 // The scopes of the syncer's informers. Everything cached from the physical
 // cluster is either Kubeocean's own (managed pods in the mount namespace,
-// policies) or slimmed to what the controllers read (nodes, foreign pods),
-// so memory follows what Kubeocean manages rather than the cluster's size.
+// policies), or selected like the binding selects (nodes, where a label
+// selector can say it) and slimmed to what the controllers read (nodes,
+// foreign pods), so memory follows what Kubeocean manages rather than the
+// cluster's size.
 
 func bindingScope(bindingName string) informers.Scope {
 	return informers.Scope{FieldSelector: "metadata.name=" + bindingName}
 }
 
 // ownedScope selects the virtual objects this binding's syncer owns:
-// virtual nodes, their Leases and CSINodes.
+// virtual nodes, their Leases and CSINodes, kept whole but with what
+// repeats across them shared (compactOwned).
 func ownedScope(clusterID, namespace string) informers.Scope {
 	return informers.Scope{
 		Namespace:     namespace,
 		LabelSelector: fmt.Sprintf("%s=%s,%s=%s", kubeoceanv1alpha1.LabelManagedBy, kubeoceanv1alpha1.ManagedByKubeocean, kubeoceanv1alpha1.LabelClusterID, clusterID),
+		Slim:          compactOwned,
+		SlimName:      "owned",
 	}
 }
 
@@ -48,19 +55,42 @@ func foreignPodScope() informers.Scope {
 	}
 }
 
-func physicalNodeScope() informers.Scope {
-	return informers.Scope{Slim: slimNode, SlimName: "node"}
+// physicalNodeScope: the physical nodes the binding's node selector may
+// select, kept only in what the node and lease controllers read
+// (compactPhysicalNode). The API server filters by the selector when a
+// label selector can express it; otherwise every node is cached and the
+// controllers alone apply the selector.
+func physicalNodeScope(selector *corev1.NodeSelector) informers.Scope {
+	labelSelector, _ := nodeLabelSelector(selector)
+	return informers.Scope{LabelSelector: labelSelector, Slim: compactPhysicalNode, SlimName: "node"}
 }
 
-// slimNode drops the image list and volume bookkeeping, the bulk of a
-// node's status, which no controller reads.
-func slimNode(obj any) (any, error) {
-	node, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
+// nodeLabelSelector is the label selector that selects what selector does,
+// when there is one: no selector, or a single term of label expressions
+// (In, NotIn, Exists, DoesNotExist). Several terms (OR), field expressions
+// and Gt/Lt have none; ok is false and the selector is empty.
+func nodeLabelSelector(selector *corev1.NodeSelector) (labelSelector string, ok bool) {
+	if selector == nil || len(selector.NodeSelectorTerms) == 0 {
+		return "", true
 	}
-	node.Status.Images = nil
-	node.Status.VolumesInUse = nil
-	node.Status.VolumesAttached = nil
-	return node, nil
+	if len(selector.NodeSelectorTerms) > 1 || len(selector.NodeSelectorTerms[0].MatchFields) > 0 {
+		return "", false
+	}
+	operators := map[corev1.NodeSelectorOperator]selection.Operator{
+		corev1.NodeSelectorOpIn: selection.In, corev1.NodeSelectorOpNotIn: selection.NotIn,
+		corev1.NodeSelectorOpExists: selection.Exists, corev1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
+	}
+	parsed := labels.NewSelector()
+	for _, expr := range selector.NodeSelectorTerms[0].MatchExpressions {
+		op, known := operators[expr.Operator]
+		if !known {
+			return "", false
+		}
+		requirement, err := labels.NewRequirement(expr.Key, op, expr.Values)
+		if err != nil {
+			return "", false
+		}
+		parsed = parsed.Add(*requirement)
+	}
+	return parsed.String(), true
 }

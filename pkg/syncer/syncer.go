@@ -170,17 +170,18 @@ func (e *syncerEnv) informersSynced(r *http.Request) error {
 }
 
 // watchBinding stops the syncer when its binding changes in a way the
-// running controllers cannot follow (another Secret or mount namespace):
-// the process exits and its Deployment, or the manager in in-process mode,
-// starts it again with the new spec. Everything else (node selector,
-// default taint, deletion) the controllers follow as it happens.
+// running controllers cannot follow (another Secret or mount namespace, or
+// a node selector that scopes the physical node informer differently): the
+// process exits and its Deployment, or the manager in in-process mode,
+// starts it again with the new spec. Everything else (other node selector
+// changes, default taint, deletion) the controllers follow as it happens.
 func (e *syncerEnv) watchBinding(ctx context.Context) error {
 	informer := e.virtualInformers.Kubeocean(bindingScope(e.opts.BindingName)).Kubeocean().V1alpha1().ClusterBindings().Informer()
 	changed := make(chan struct{}, 1)
 	registration, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) {
 			b, ok := obj.(*kubeoceanv1alpha1.ClusterBinding)
-			if ok && (b.Spec.SecretRef != e.binding.Spec.SecretRef || b.Spec.MountNamespace != e.binding.Spec.MountNamespace) {
+			if ok && needsRestart(e.binding, b) {
 				select {
 				case changed <- struct{}{}:
 				default:
@@ -196,6 +197,15 @@ func (e *syncerEnv) watchBinding(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	case <-changed:
-		return fmt.Errorf("ClusterBinding %s changed its secretRef or mountNamespace: restarting", e.opts.BindingName)
+		return fmt.Errorf("ClusterBinding %s changed its secretRef, mountNamespace or the nodes its node selector scopes: restarting", e.opts.BindingName)
 	}
+}
+
+// needsRestart reports whether a syncer started for running must restart to
+// serve updated.
+func needsRestart(running, updated *kubeoceanv1alpha1.ClusterBinding) bool {
+	if updated.Spec.SecretRef != running.Spec.SecretRef || updated.Spec.MountNamespace != running.Spec.MountNamespace {
+		return true
+	}
+	return physicalNodeScope(updated.Spec.NodeSelector).LabelSelector != physicalNodeScope(running.Spec.NodeSelector).LabelSelector
 }

@@ -130,6 +130,12 @@ type Syncer struct {
 // StartSyncer runs binary for the binding against the virtual cluster,
 // logging to a file in the cluster's folder.
 func StartSyncer(binary string, virtual *controlplane.Cluster, binding string, args ...string) (*Syncer, error) {
+	return StartSyncerWithEnv(binary, virtual, binding, nil, args...)
+}
+
+// StartSyncerWithEnv is StartSyncer with env added to the syncer's
+// environment (KEY=value entries).
+func StartSyncerWithEnv(binary string, virtual *controlplane.Cluster, binding string, env []string, args ...string) (*Syncer, error) {
 	s := &Syncer{LogPath: filepath.Join(virtual.Dir, "kubeocean-syncer.log"), done: make(chan struct{})}
 	logFile, err := os.Create(s.LogPath)
 	if err != nil {
@@ -137,6 +143,9 @@ func StartSyncer(binary string, virtual *controlplane.Cluster, binding string, a
 	}
 	s.cmd = exec.Command(binary, append([]string{"--kubeconfig=" + virtual.KubeconfigPath, "--cluster-binding=" + binding}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if len(env) > 0 {
+		s.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := s.cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", binary, err)

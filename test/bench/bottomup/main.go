@@ -35,6 +35,8 @@ type config struct {
 	// heapProfile, when set, is where the syncer's heap profile is saved
 	// at the end; its memory statistics are printed too.
 	heapProfile string
+	// gcPercent, when set, is passed to the syncer as --gc-percent.
+	gcPercent int
 }
 
 func main() {
@@ -45,6 +47,7 @@ func main() {
 	flag.IntVar(&cfg.burst, "burst", 1000, "client burst of the syncer and of the floor client")
 	flag.StringVar(&cfg.syncerBinary, "syncer", "bin/kubeocean-syncer", "path of the kubeocean-syncer binary")
 	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "save the syncer's heap profile here at the end, and print its memory statistics")
+	flag.IntVar(&cfg.gcPercent, "gc-percent", 0, "run the syncer with this --gc-percent (0: its default)")
 	flag.Parse()
 	cfg.qps = float32(*qps)
 

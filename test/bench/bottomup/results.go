@@ -16,8 +16,12 @@ type results struct {
 
 func (r results) print(cfg config) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "\nBottom-up syncer: %d physical nodes, %d foreign pods, client QPS %v / burst %d per cluster\n\n",
-		cfg.nodes, cfg.nodes*cfg.podsPerNode, cfg.qps, cfg.burst)
+	gc := "its default"
+	if cfg.gcPercent > 0 {
+		gc = fmt.Sprint(cfg.gcPercent)
+	}
+	fmt.Fprintf(w, "\nBottom-up syncer: %d physical nodes, %d foreign pods, client QPS %v / burst %d per cluster, --gc-percent %s\n\n",
+		cfg.nodes, cfg.nodes*cfg.podsPerNode, cfg.qps, cfg.burst, gc)
 	fmt.Fprintln(w, "figure\tsyncer\tfloor\tratio\ttarget")
 	fmt.Fprintf(w, "%d virtual nodes Ready after lending (s)\t%.1f\t%.1f\t%.2f\t≤ 2\n",
 		cfg.nodes, r.nodesReady.Seconds(), r.floorCreate.Seconds(), r.nodesReady.Seconds()/r.floorCreate.Seconds())

@@ -53,7 +53,9 @@ type Options struct {
 	PhysicalNodes corev1informers.NodeInformer
 	// ForeignPods are the physical pods that hold resources and that
 	// Kubeocean does not run, stored as *resources.PodUsage (the wiring
-	// scopes them and compacts them with resources.CompactForeignPod).
+	// scopes them and compacts them with resources.CompactForeignPod). The
+	// controller sums them per node from the informer's events and needs no
+	// index on it.
 	ForeignPods cache.SharedIndexInformer
 	// VirtualNodes are this binding's virtual nodes (label-scoped).
 	VirtualNodes corev1informers.NodeInformer
@@ -75,7 +77,7 @@ type Controller struct {
 	bindings               kubeoceanlisters.ClusterBindingLister
 	policies               kubeoceanlisters.ResourceLeasingPolicyLister
 	physicalNodes          corev1listers.NodeLister
-	foreignPods            cache.Indexer
+	foreignUsage           *resources.UsageByNode
 	virtualNodes           corev1listers.NodeLister
 	virtualPods            cache.Indexer
 	recorder               record.EventRecorder
@@ -90,9 +92,6 @@ func New(opts Options) (*Controller, error) {
 	if err := addNodeNameIndex(opts.VirtualPods.Informer(), podNodeName); err != nil {
 		return nil, err
 	}
-	if err := addNodeNameIndex(opts.ForeignPods, usageNodeName); err != nil {
-		return nil, err
-	}
 	c := &Controller{
 		bindingName:   opts.BindingName,
 		clusterID:     opts.ClusterID,
@@ -101,7 +100,7 @@ func New(opts Options) (*Controller, error) {
 		bindings:      opts.Bindings.Lister(),
 		policies:      opts.Policies.Lister(),
 		physicalNodes: opts.PhysicalNodes.Lister(),
-		foreignPods:   opts.ForeignPods.GetIndexer(),
+		foreignUsage:  resources.NewUsageByNode(),
 		virtualNodes:  opts.VirtualNodes.Lister(),
 		virtualPods:   opts.VirtualPods.Informer().GetIndexer(),
 		recorder:      opts.Recorder,
@@ -140,13 +139,6 @@ func podNodeName(obj any) string {
 	return ""
 }
 
-func usageNodeName(obj any) string {
-	if u, ok := obj.(*resources.PodUsage); ok {
-		return u.NodeName
-	}
-	return ""
-}
-
 func (c *Controller) registerHandlers(opts Options) error {
 	handlers := []struct {
 		informer cache.SharedIndexInformer
@@ -164,10 +156,10 @@ func (c *Controller) registerHandlers(opts Options) error {
 			Enqueue: c.Enqueue, Keys: func(n *corev1.Node) []string { return []string{n.Name} },
 			Changed: physicalNodeChanged,
 		}},
-		{opts.ForeignPods, controller.Handler[*resources.PodUsage, string]{
+		{opts.ForeignPods, usageHandler{sums: c.foreignUsage, next: controller.Handler[*resources.PodUsage, string]{
 			Enqueue: c.Enqueue, Keys: usageNodeKeys,
 			Changed: func(old, updated *resources.PodUsage) bool { return !old.SameUsage(updated) },
-		}},
+		}}},
 		{opts.VirtualNodes.Informer(), controller.Handler[*corev1.Node, string]{
 			Enqueue: c.Enqueue, Keys: physicalNameOf,
 		}},

@@ -72,22 +72,35 @@ func newFixture(t *testing.T) *fixture {
 	f.bindings = opts.Bindings.Informer().GetIndexer()
 	f.policies = opts.Policies.Informer().GetIndexer()
 	f.physicalNodes = opts.PhysicalNodes.Informer().GetIndexer()
-	f.foreignPods = compactingStore{opts.ForeignPods.GetIndexer()}
+	f.foreignPods = compactingStore{store: opts.ForeignPods.GetIndexer(), sums: c.foreignUsage}
 	f.virtualNodes = opts.VirtualNodes.Informer().GetIndexer()
 	f.virtualPods = opts.VirtualPods.Informer().GetIndexer()
 	return f
 }
 
 // compactingStore stores pods the way the foreign-pod informer's transform
-// does.
-type compactingStore struct{ store cache.Indexer }
+// does, and feeds the change to the controller's sums as its event handler
+// would.
+type compactingStore struct {
+	store cache.Indexer
+	sums  *resources.UsageByNode
+}
 
 func (s compactingStore) Add(obj any) error {
 	compact, err := resources.CompactForeignPod(obj)
 	if err != nil {
 		return err
 	}
-	return s.store.Add(compact)
+	old, _, err := s.store.Get(compact)
+	if err != nil {
+		return err
+	}
+	if err := s.store.Add(compact); err != nil {
+		return err
+	}
+	previous, _ := old.(*resources.PodUsage)
+	s.sums.Update(previous, compact.(*resources.PodUsage))
+	return nil
 }
 
 func (f *fixture) add(store interface{ Add(any) error }, objs ...runtime.Object) {

@@ -52,7 +52,9 @@ func (c *Controller) inputs(key string) (nodeInputs, string, error) {
 	physical, err := c.physicalNodes.Get(key)
 	switch {
 	case apierrors.IsNotFound(err):
-		return in, "the physical node is gone", nil
+		// The informer may be scoped by the binding's node selector, so a
+		// node that stops matching it leaves the cache too.
+		return in, "the physical node is gone or no longer matches the ClusterBinding's node selector", nil
 	case err != nil:
 		return in, "", err
 	case physical.DeletionTimestamp != nil:
@@ -69,27 +71,8 @@ func (c *Controller) inputs(key string) (nodeInputs, string, error) {
 	if in.policy = choosePolicy(policies, c.bindingName, physical); in.policy == nil {
 		return in, "no ResourceLeasingPolicy lends the physical node", nil
 	}
-	used, err := c.foreignUsage(key)
-	if err != nil {
-		return in, "", err
-	}
-	in.capacity = resources.Lendable(physical.Status.Allocatable, used, in.policy.Spec.ResourceLimits)
+	in.capacity = resources.Lendable(physical.Status.Allocatable, c.foreignUsage.Of(key), in.policy.Spec.ResourceLimits)
 	return in, "", nil
-}
-
-// foreignUsage sums what the pods Kubeocean does not run hold on node.
-func (c *Controller) foreignUsage(node string) (corev1.ResourceList, error) {
-	objs, err := c.foreignPods.ByIndex(byNodeName, node)
-	if err != nil {
-		return nil, err
-	}
-	used := corev1.ResourceList{}
-	for _, obj := range objs {
-		if u, ok := obj.(*resources.PodUsage); ok && u.HoldsResources {
-			u.AddTo(used)
-		}
-	}
-	return used, nil
 }
 
 // apply creates or updates the virtual node, metadata and spec first, then

@@ -1,0 +1,59 @@
+package app
+
+import (
+	"flag"
+	"runtime/debug"
+	"testing"
+
+	"k8s.io/klog/v2"
+)
+
+func TestGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	noEnv := func(string) string { return "" }
+	gogc := func(k string) string {
+		if k == "GOGC" {
+			return "200"
+		}
+		return ""
+	}
+	current := func() int {
+		v := debug.SetGCPercent(100)
+		debug.SetGCPercent(v)
+		return v
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		getenv func(string) string
+		want   int
+	}{
+		{"the default", nil, noEnv, DefaultGCPercent},
+		{"GOGC over the default", nil, gogc, 100}, // the runtime reads GOGC itself; Apply leaves it alone
+		{"the flag", []string{"--gc-percent=80"}, noEnv, 80},
+		{"the flag over GOGC", []string{"--gc-percent=80"}, gogc, 80},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			opts := NewOptions("kubeocean-syncer")
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			opts.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			opts.GC.Apply(klog.Background(), tt.getenv)
+			if got := current(); got != tt.want {
+				t.Fatalf("GC percent %d, want %d", got, tt.want)
+			}
+		})
+	}
+
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	NewOptions("kubeocean-syncer").AddFlags(fs)
+	for _, bad := range []string{"--gc-percent=0", "--gc-percent=off"} {
+		if err := fs.Parse([]string{bad}); err == nil {
+			t.Fatalf("%s was accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package syncer
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+func expr(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
+	return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
+}
+
+func terms(terms ...corev1.NodeSelectorTerm) *corev1.NodeSelector {
+	return &corev1.NodeSelector{NodeSelectorTerms: terms}
+}
+
+func TestNodeLabelSelector(t *testing.T) {
+	oneTerm := terms(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		expr("example.com/lendable", corev1.NodeSelectorOpExists),
+		expr("zone", corev1.NodeSelectorOpIn, "a", "b"),
+		expr("pool", corev1.NodeSelectorOpNotIn, "system"),
+		expr("example.com/reserved", corev1.NodeSelectorOpDoesNotExist),
+	}})
+	tests := []struct {
+		name     string
+		selector *corev1.NodeSelector
+		want     string
+		ok       bool
+	}{
+		{"no selector", nil, "", true},
+		{"no terms", terms(), "", true},
+		{"one term of label expressions", oneTerm, "example.com/lendable,!example.com/reserved,pool notin (system),zone in (a,b)", true},
+		{"two terms are an OR", terms(oneTerm.NodeSelectorTerms[0], oneTerm.NodeSelectorTerms[0]), "", false},
+		{"field expressions", terms(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+			expr("metadata.name", corev1.NodeSelectorOpIn, "n1")}}), "", false},
+		{"Gt", terms(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			expr("cores", corev1.NodeSelectorOpGt, "8")}}), "", false},
+		{"an invalid key", terms(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			expr("not a key", corev1.NodeSelectorOpExists)}}), "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := nodeLabelSelector(tt.selector)
+			if got != tt.want || ok != tt.ok {
+				t.Fatalf("nodeLabelSelector = %q, %v; want %q, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// TestNodeLabelSelectorSelectsLikeTheNodeSelector checks, node by node,
+// that the API server's filter never drops a node the binding selects.
+func TestNodeLabelSelectorSelectsLikeTheNodeSelector(t *testing.T) {
+	selector := terms(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		expr("example.com/lendable", corev1.NodeSelectorOpExists),
+		expr("zone", corev1.NodeSelectorOpIn, "a", "b"),
+		expr("pool", corev1.NodeSelectorOpNotIn, "system"),
+	}})
+	scoped, ok := nodeLabelSelector(selector)
+	if !ok {
+		t.Fatal("the selector should be expressible")
+	}
+	parsed, err := labels.Parse(scoped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	affinity, err := nodeaffinity.NewNodeSelector(selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nodeLabels := range []map[string]string{
+		{"example.com/lendable": "", "zone": "a"},
+		{"example.com/lendable": "true", "zone": "b", "pool": "batch"},
+		{"example.com/lendable": "true", "zone": "b", "pool": "system"},
+		{"example.com/lendable": "true", "zone": "c"},
+		{"zone": "a"},
+		{},
+	} {
+		node := &corev1.Node{}
+		node.Labels = nodeLabels
+		if got, want := parsed.Matches(labels.Set(nodeLabels)), affinity.Match(node); got != want {
+			t.Errorf("labels %v: label selector %v, node selector %v", nodeLabels, got, want)
+		}
+	}
+}
+
+func TestNeedsRestart(t *testing.T) {
+	binding := func(mutate func(*kubeoceanv1alpha1.ClusterBindingSpec)) *kubeoceanv1alpha1.ClusterBinding {
+		b := &kubeoceanv1alpha1.ClusterBinding{Spec: kubeoceanv1alpha1.ClusterBindingSpec{
+			MountNamespace: "kubeocean-worker",
+			NodeSelector: terms(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+				expr("example.com/lendable", corev1.NodeSelectorOpExists)}}),
+		}}
+		b.Spec.SecretRef.Name, b.Spec.SecretRef.Namespace = "kc", "kubeocean-system"
+		if mutate != nil {
+			mutate(&b.Spec)
+		}
+		return b
+	}
+	running := binding(nil)
+	tests := []struct {
+		name    string
+		updated *kubeoceanv1alpha1.ClusterBinding
+		want    bool
+	}{
+		{"unchanged", binding(nil), false},
+		{"default taint", binding(func(s *kubeoceanv1alpha1.ClusterBindingSpec) { s.DisableNodeDefaultTaint = true }), false},
+		{"mount namespace", binding(func(s *kubeoceanv1alpha1.ClusterBindingSpec) { s.MountNamespace = "other" }), true},
+		{"secret", binding(func(s *kubeoceanv1alpha1.ClusterBindingSpec) { s.SecretRef.Name = "kc2" }), true},
+		{"another label scope", binding(func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0].Key = "example.com/other"
+		}), true},
+		{"a selector without label scope", binding(func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms = append(s.NodeSelector.NodeSelectorTerms, s.NodeSelector.NodeSelectorTerms[0])
+		}), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := needsRestart(running, tt.updated); got != tt.want {
+				t.Fatalf("needsRestart = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
