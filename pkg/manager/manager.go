@@ -81,7 +81,6 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		return nil, err
 	}
 
-	virtual.Start(ctx)
 	p.Health.AddReadyz(serving.Check{Name: "informers-synced", Fn: func(r *http.Request) error {
 		ctx, cancel := context.WithTimeout(r.Context(), syncCheckTimeout)
 		defer cancel()
@@ -90,6 +89,9 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	return append(runnables,
 		app.ControllerRunnable(bindingController.Controller, opts.Workers),
 		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
+			// Started with the context that ends when any runnable fails, so
+			// that Shutdown below has informers that stop to wait for.
+			virtual.Start(ctx)
 			<-ctx.Done()
 			virtual.Shutdown()
 			return nil

@@ -125,12 +125,14 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		return nil, err
 	}
 
-	env.virtualInformers.Start(ctx)
-	env.physicalInformers.Start(ctx)
 	// One check per binding: the manager may run several syncers in one process.
 	p.Health.AddReadyz(serving.Check{Name: "informers-synced-" + binding.Name, Fn: env.informersSynced})
 	return append(runnables,
 		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
+			// Started with the context that ends when any runnable fails, so
+			// that Shutdown below has informers that stop to wait for.
+			env.virtualInformers.Start(ctx)
+			env.physicalInformers.Start(ctx)
 			<-ctx.Done()
 			env.virtualInformers.Shutdown()
 			env.physicalInformers.Shutdown()

@@ -3,7 +3,10 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +35,7 @@ type SyncerWorld struct {
 	virtualKubeconfig string
 	opts              syncer.Options
 	stop              func()
+	run               *syncerRun
 }
 
 // StopSyncer stops the running syncer and waits until it has stopped.
@@ -50,16 +54,19 @@ func (w *SyncerWorld) RunSyncer(t *testing.T) (stop func()) {
 	process.Kubeconfig = w.virtualKubeconfig
 	process.Serving.MetricsBindAddress, process.Serving.HealthProbeBindAddress = "0", "0"
 	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Run(runCtx, process, syncer.Setup(w.opts)) }()
+	run := &syncerRun{finished: make(chan struct{})}
+	go func() {
+		run.err = app.Run(runCtx, process, syncer.Setup(w.opts))
+		close(run.finished)
+	}()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
 			cancel()
 			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("syncer stopped with %v", err)
+			case <-run.finished:
+				if run.err != nil && !run.exitSeen.Load() {
+					t.Errorf("syncer stopped with %v", run.err)
 				}
 			case <-time.After(30 * time.Second):
 				t.Error("syncer did not stop within 30s")
@@ -67,8 +74,31 @@ func (w *SyncerWorld) RunSyncer(t *testing.T) (stop func()) {
 		})
 	}
 	t.Cleanup(stop)
-	w.stop = stop
+	w.stop, w.run = stop, run
 	return stop
+}
+
+// syncerRun is one run of the syncer.
+type syncerRun struct {
+	finished chan struct{}
+	err      error // set before finished is closed
+	// exitSeen: the test saw the run end by itself, and its error.
+	exitSeen atomic.Bool
+}
+
+// WaitSyncerExit waits until the running syncer stops by itself, as the
+// binary exits for its Deployment to start it again, and returns why.
+func (w *SyncerWorld) WaitSyncerExit(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case <-w.run.finished:
+		w.run.exitSeen.Store(true)
+		return w.run.err
+	case <-time.After(timeout):
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+		t.Fatalf("the syncer did not stop by itself within %v", timeout)
+		return nil
+	}
 }
 
 func (w *SyncerWorld) VirtualNode(physical string) string {
