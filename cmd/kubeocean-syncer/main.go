@@ -22,7 +22,7 @@ func main() {
 	// Lease renewals alone are one write per virtual node every 10 s; leave
 	// room for them and for pod traffic at a thousand nodes.
 	opts.KubeAPIQPS, opts.KubeAPIBurst = 300, 600
-	syncerOpts := syncer.Options{Workers: 4, PodWorkers: 128, PhysicalQPS: 300, PhysicalBurst: 600}
+	syncerOpts := syncer.Options{Workers: 4, PodWorkers: 128, NodeWorkers: 32, PhysicalQPS: 300, PhysicalBurst: 600}
 	// Empty means one Lease per binding (below), so replicas of different
 	// syncers never compete.
 	opts.Election.LeaseName = ""
@@ -32,6 +32,7 @@ func main() {
 	fs.StringVar(&syncerOpts.BindingName, "cluster-binding", "", "Name of the ClusterBinding this syncer serves (required).")
 	fs.IntVar(&syncerOpts.Workers, "workers", syncerOpts.Workers, "Concurrent reconciles per controller.")
 	fs.IntVar(&syncerOpts.PodWorkers, "pod-workers", syncerOpts.PodWorkers, "Concurrent reconciles of the virtual pod controller.")
+	fs.IntVar(&syncerOpts.NodeWorkers, "node-workers", syncerOpts.NodeWorkers, "Concurrent reconciles of the virtual node and node Lease controllers.")
 	fs.StringVar(&syncerOpts.VirtualAPIServer, "virtual-apiserver-address", "",
 		"host:port at which pods in the physical cluster reach the virtual API server; sets their KUBERNETES_SERVICE_HOST/PORT.")
 	fs.Func("physical-kube-api-qps", "Queries per second to the physical cluster's API server (default 300).", func(s string) error {

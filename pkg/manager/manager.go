@@ -108,8 +108,9 @@ func newRunner(ctx context.Context, p *app.Process, opts Options, virtual *infor
 		runner, err := syncers.NewInProcess(ctx, syncers.InProcessOptions{
 			Process: p,
 			Syncer: syncer.Options{
-				Workers: opts.SyncerWorkers, PodWorkers: opts.SyncerPodWorkers, VirtualAPIServer: opts.VirtualAPIServerAddress,
-				PhysicalQPS: opts.PhysicalQPS, PhysicalBurst: opts.PhysicalBurst,
+				Workers: opts.SyncerWorkers, PodWorkers: opts.SyncerPodWorkers, NodeWorkers: opts.SyncerNodeWorkers,
+				VirtualAPIServer: opts.VirtualAPIServerAddress,
+				PhysicalQPS:      opts.PhysicalQPS, PhysicalBurst: opts.PhysicalBurst,
 			},
 			Recorder: p.Recorder, OnChange: enqueue,
 		})

@@ -39,12 +39,14 @@ type Options struct {
 	// physical clusters reach the virtual API server; passed to every
 	// syncer (--virtual-apiserver-address), in both modes.
 	VirtualAPIServerAddress string
-	// SyncerWorkers, SyncerPodWorkers, PhysicalQPS and PhysicalBurst
-	// configure in-process syncers like the syncer binary's flags.
-	SyncerWorkers    int
-	SyncerPodWorkers int
-	PhysicalQPS      float32
-	PhysicalBurst    int
+	// SyncerWorkers, SyncerPodWorkers, SyncerNodeWorkers, PhysicalQPS and
+	// PhysicalBurst configure in-process syncers like the syncer binary's
+	// flags.
+	SyncerWorkers     int
+	SyncerPodWorkers  int
+	SyncerNodeWorkers int
+	PhysicalQPS       float32
+	PhysicalBurst     int
 
 	// Not flags: tests shorten them.
 	TemplatePollInterval time.Duration
@@ -62,6 +64,7 @@ func NewOptions() Options {
 		Workers:              4,
 		SyncerWorkers:        4,
 		SyncerPodWorkers:     16,
+		SyncerNodeWorkers:    16,
 		PhysicalQPS:          300,
 		PhysicalBurst:        600,
 		TemplatePollInterval: syncertemplate.DefaultPollInterval,
@@ -83,6 +86,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"host:port at which pods in the physical clusters reach the virtual API server; passed on to every syncer.")
 	fs.IntVar(&o.SyncerWorkers, "syncer-workers", o.SyncerWorkers, "Concurrent reconciles per controller of in-process syncers.")
 	fs.IntVar(&o.SyncerPodWorkers, "syncer-pod-workers", o.SyncerPodWorkers, "Concurrent reconciles of the virtual pod controller of in-process syncers.")
+	fs.IntVar(&o.SyncerNodeWorkers, "syncer-node-workers", o.SyncerNodeWorkers, "Concurrent reconciles of the virtual node and node Lease controllers of in-process syncers.")
 	fs.Func("physical-kube-api-qps", fmt.Sprintf("Queries per second of each in-process syncer to its physical cluster (default %v).", o.PhysicalQPS), func(s string) error {
 		_, err := fmt.Sscan(s, &o.PhysicalQPS)
 		return err
@@ -102,8 +106,8 @@ func (o *Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--syncer-mode must be %q or %q, not %q", ModeDeployment, ModeInProcess, o.SyncerMode))
 	}
-	if o.Workers < 1 || o.SyncerWorkers < 1 || o.SyncerPodWorkers < 1 {
-		errs = append(errs, errors.New("--workers, --syncer-workers and --syncer-pod-workers must be at least 1"))
+	if o.Workers < 1 || o.SyncerWorkers < 1 || o.SyncerPodWorkers < 1 || o.SyncerNodeWorkers < 1 {
+		errs = append(errs, errors.New("--workers, --syncer-workers, --syncer-pod-workers and --syncer-node-workers must be at least 1"))
 	}
 	return errors.Join(errs...)
 }

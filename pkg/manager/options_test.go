@@ -23,6 +23,7 @@ func TestValidate(t *testing.T) {
 		{"unknown mode", func(o *Options) { o.SyncerMode = "pods" }, `--syncer-mode must be "deployment" or "in-process"`},
 		{"deployment without image", func(o *Options) { o.SyncerImage = "" }, "--syncer-image"},
 		{"no workers", func(o *Options) { o.Workers = 0 }, "--workers"},
+		{"no syncer node workers", func(o *Options) { o.SyncerNodeWorkers = 0 }, "--syncer-node-workers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"unique"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,9 +26,9 @@ type PodUsage struct {
 	NodeName        string
 	// HoldsResources is HoldsResources of the pod.
 	HoldsResources bool
-	// Requests is PodRequests of the pod, in milli-units, except the pod
-	// slot every pod takes, which UsageByNode counts.
-	Requests []Amount
+	// requests is PodRequests of the pod, in milli-units, except the pod
+	// slot every pod takes, which UsageByNode counts; see Requests.
+	requests unique.Handle[requestSet]
 }
 
 // Amount is a quantity of one resource in milli-units.
@@ -48,32 +50,30 @@ func UsageOf(pod *corev1.Pod) *PodUsage {
 		NodeName:        intern.String(pod.Spec.NodeName),
 		HoldsResources:  HoldsResources(pod),
 	}
-	delete(requests, corev1.ResourcePods)
-	if len(requests) > 0 {
-		u.Requests = make([]Amount, 0, len(requests))
-	}
+	amounts := make([]Amount, 0, len(requests))
 	for name, q := range requests {
-		u.Requests = append(u.Requests, Amount{Name: corev1.ResourceName(intern.String(string(name))), Milli: q.MilliValue()})
+		if name != corev1.ResourcePods {
+			amounts = append(amounts, Amount{Name: name, Milli: q.MilliValue()})
+		}
 	}
+	u.requests = internRequests(amounts)
 	return u
 }
+
+// NewPodUsage is the compact form of a pod on node requesting amounts
+// (each resource once, in milli-units, without the pod slot).
+func NewPodUsage(namespace, name, node string, holdsResources bool, amounts ...Amount) *PodUsage {
+	return &PodUsage{Namespace: namespace, Name: name, NodeName: node, HoldsResources: holdsResources, requests: internRequests(amounts)}
+}
+
+// Requests is PodRequests of the pod, in milli-units, sorted by resource
+// name, except the pod slot every pod takes.
+func (u *PodUsage) Requests() []Amount { return u.requests.Value().amounts() }
 
 // SameUsage reports whether two versions of a pod weigh the same on the
 // same node.
 func (u *PodUsage) SameUsage(other *PodUsage) bool {
-	if u.NodeName != other.NodeName || u.HoldsResources != other.HoldsResources || len(u.Requests) != len(other.Requests) {
-		return false
-	}
-	mine := make(map[corev1.ResourceName]int64, len(u.Requests))
-	for _, a := range u.Requests {
-		mine[a.Name] = a.Milli
-	}
-	for _, a := range other.Requests {
-		if m, ok := mine[a.Name]; !ok || m != a.Milli {
-			return false
-		}
-	}
-	return true
+	return u.NodeName == other.NodeName && u.HoldsResources == other.HoldsResources && u.requests == other.requests
 }
 
 // GetObjectKind implements runtime.Object; a PodUsage has no kind of its
@@ -82,8 +82,7 @@ func (u *PodUsage) GetObjectKind() schema.ObjectKind { return schema.EmptyObject
 
 // DeepCopyObject implements runtime.Object.
 func (u *PodUsage) DeepCopyObject() runtime.Object {
-	out := *u
-	out.Requests = append([]Amount(nil), u.Requests...)
+	out := *u // the request set is shared and immutable
 	return &out
 }
 

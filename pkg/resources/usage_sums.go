@@ -42,7 +42,7 @@ func (s *UsageByNode) add(u *PodUsage, sign int64) {
 		return
 	}
 	sums := addAmount(s.nodes[u.NodeName], corev1.ResourcePods, sign*1000)
-	for _, a := range u.Requests {
+	for _, a := range u.Requests() {
 		sums = addAmount(sums, a.Name, sign*a.Milli)
 	}
 	if len(sums) == 0 {

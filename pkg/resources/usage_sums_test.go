@@ -9,14 +9,14 @@ import (
 )
 
 func usage(node string, holds bool, cpuMilli, memory int64) *PodUsage {
-	u := &PodUsage{Namespace: "apps", Name: "p", NodeName: node, HoldsResources: holds}
+	var amounts []Amount
 	if cpuMilli > 0 {
-		u.Requests = append(u.Requests, Amount{Name: corev1.ResourceCPU, Milli: cpuMilli})
+		amounts = append(amounts, Amount{Name: corev1.ResourceCPU, Milli: cpuMilli})
 	}
 	if memory > 0 {
-		u.Requests = append(u.Requests, Amount{Name: corev1.ResourceMemory, Milli: memory * 1000})
+		amounts = append(amounts, Amount{Name: corev1.ResourceMemory, Milli: memory * 1000})
 	}
-	return u
+	return NewPodUsage("apps", "p", node, holds, amounts...)
 }
 
 func TestUsageByNodeFollowsEveryChange(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -33,9 +34,14 @@ func TestPodUsageMatchesPodRequests(t *testing.T) {
 	}
 
 	copied := u.DeepCopyObject().(*PodUsage)
-	copied.Requests[0].Milli = 1
-	if !u.SameUsage(UsageOf(pod)) || u.SameUsage(copied) {
-		t.Fatal("DeepCopyObject shares requests, or SameUsage misjudges")
+	copied.NodeName = "n2"
+	if u.NodeName != "n1" || !u.SameUsage(UsageOf(pod)) || u.SameUsage(copied) {
+		t.Fatal("DeepCopyObject shares the object, or SameUsage misjudges a move")
+	}
+	bigger := pod.DeepCopy()
+	bigger.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("3")
+	if u.SameUsage(UsageOf(bigger)) {
+		t.Fatal("a pod requesting more CPU must not weigh the same")
 	}
 	finished := pod.DeepCopy()
 	finished.Status.Phase = corev1.PodSucceeded
@@ -51,8 +57,8 @@ func TestPodUsageOfABestEffortPodStillTakesASlot(t *testing.T) {
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	u := UsageOf(pod)
-	if u.Requests != nil {
-		t.Fatalf("a pod without requests holds %v", u.Requests)
+	if len(u.Requests()) != 0 {
+		t.Fatalf("a pod without requests holds %v", u.Requests())
 	}
 	if total := usageOn("n1", u); !equality.Semantic.DeepEqual(total, PodRequests(pod)) {
 		t.Fatalf("usage = %v, want %v", total, PodRequests(pod))

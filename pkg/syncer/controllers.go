@@ -93,9 +93,9 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	}
 	workers := e.opts.Workers
 	return []app.Runnable{
-		app.ControllerRunnable(nodes.Controller, workers),
+		app.ControllerRunnable(nodes.Controller, e.opts.NodeWorkers),
 		app.ControllerRunnable(policyController.Controller, workers),
-		app.ControllerRunnable(leases.Controller, workers),
+		app.ControllerRunnable(leases.Controller, e.opts.NodeWorkers),
 		app.ControllerRunnable(csiNodes.Controller, workers),
 		app.ControllerRunnable(pods.Controller, workers),
 		app.ControllerRunnable(unbinding.Controller, 1),

@@ -37,8 +37,10 @@ type Options struct {
 	// BindingName is the ClusterBinding this syncer serves.
 	BindingName string
 	// Workers per controller; PodWorkers for the virtual pod controller,
-	// where most of the work is.
-	Workers, PodWorkers int
+	// where most of the work is; NodeWorkers for the node and lease
+	// controllers, which write one object per node when nodes are lent or
+	// a policy changes.
+	Workers, PodWorkers, NodeWorkers int
 	// VirtualAPIServer is the host:port at which pods in the physical
 	// cluster reach the virtual API server ("" leaves their
 	// KUBERNETES_SERVICE_* as the physical cluster sets them).
@@ -89,6 +91,9 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	}
 	if opts.PodWorkers <= 0 {
 		opts.PodWorkers = opts.Workers
+	}
+	if opts.NodeWorkers <= 0 {
+		opts.NodeWorkers = opts.Workers
 	}
 	logger := klog.FromContext(ctx).WithValues("clusterBinding", opts.BindingName)
 	ctx = klog.NewContext(ctx, logger)

@@ -34,7 +34,8 @@ type bench struct {
 	virtualKube, physKube kubernetes.Interface
 	physOcean             kubeoceanclient.Interface
 	syncer                *benchenv.Syncer
-	// metricsAddr serves the syncer's pprof handlers with --heap-profile.
+	// metricsAddr serves the syncer's metrics, and its pprof handlers with
+	// --heap-profile or --cpu-profile.
 	metricsAddr string
 }
 
@@ -116,24 +117,25 @@ func (b *bench) startSyncer(ctx context.Context) error {
 		return err
 	}
 	qps, burst := fmt.Sprint(b.cfg.qps), fmt.Sprint(b.cfg.burst)
-	metrics := []string{"--metrics-bind-address=0"}
+	var err error
+	if b.metricsAddr, err = controlplane.FreeLoopbackAddress(); err != nil {
+		return err
+	}
+	metrics := []string{"--metrics-bind-address=" + b.metricsAddr}
 	var env []string
+	if b.cfg.heapProfile != "" || b.cfg.cpuProfile != "" {
+		metrics = append(metrics, "--profiling")
+	}
 	if b.cfg.heapProfile != "" {
 		// Sample every 8 KiB allocated rather than every 512 KiB, so the
 		// profile sees the many small objects the caches are made of. It
 		// costs the syncer some memory of its own, so RSS figures of such a
 		// run read a little high.
 		env = []string{"GODEBUG=memprofilerate=8192"}
-		var err error
-		if b.metricsAddr, err = controlplane.FreeLoopbackAddress(); err != nil {
-			return err
-		}
-		metrics = []string{"--metrics-bind-address=" + b.metricsAddr, "--profiling"}
 	}
 	if b.cfg.gcPercent > 0 {
 		metrics = append(metrics, fmt.Sprintf("--gc-percent=%d", b.cfg.gcPercent))
 	}
-	var err error
 	b.syncer, err = benchenv.StartSyncerWithEnv(b.cfg.syncerBinary, b.virtual, bindingName, env, append([]string{
 		"--kube-api-qps=" + qps, "--kube-api-burst=" + burst,
 		"--physical-kube-api-qps=" + qps, "--physical-kube-api-burst=" + burst,
@@ -167,4 +169,33 @@ func (b *bench) saveHeapProfile(path string) {
 			fmt.Fprint(os.Stderr, string(data[i:]))
 		}
 	}
+}
+
+// startCPUProfile starts collecting the syncer's CPU profile for 30 s, which
+// covers the lending and the policy change, when asked for; the returned
+// function waits for it and saves it. Failures are only reported.
+func (b *bench) startCPUProfile(ctx context.Context) (wait func()) {
+	if b.cfg.cpuProfile == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.metricsAddr+"/debug/pprof/profile?seconds=30", nil)
+		if err != nil {
+			benchenv.Logf("cpu profile: %v", err)
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			benchenv.Logf("cpu profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if err := os.WriteFile(b.cfg.cpuProfile, data, 0o644); err != nil {
+			benchenv.Logf("cpu profile: %v", err)
+		}
+	}()
+	return func() { <-done }
 }

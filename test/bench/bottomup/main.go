@@ -35,6 +35,9 @@ type config struct {
 	// heapProfile, when set, is where the syncer's heap profile is saved
 	// at the end; its memory statistics are printed too.
 	heapProfile string
+	// cpuProfile, when set, is where the syncer's CPU profile over the
+	// lending and the policy change is saved.
+	cpuProfile string
 	// gcPercent, when set, is passed to the syncer as --gc-percent.
 	gcPercent int
 }
@@ -47,6 +50,7 @@ func main() {
 	flag.IntVar(&cfg.burst, "burst", 1000, "client burst of the syncer and of the floor client")
 	flag.StringVar(&cfg.syncerBinary, "syncer", "bin/kubeocean-syncer", "path of the kubeocean-syncer binary")
 	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "save the syncer's heap profile here at the end, and print its memory statistics")
+	flag.StringVar(&cfg.cpuProfile, "cpu-profile", "", "save the syncer's CPU profile over the 30 s of the lending and the policy change here")
 	flag.IntVar(&cfg.gcPercent, "gc-percent", 0, "run the syncer with this --gc-percent (0: its default)")
 	flag.Parse()
 	cfg.qps = float32(*qps)
@@ -88,12 +92,27 @@ func run(ctx context.Context, cfg config) error {
 	if r.rssEmpty, r.cpuEmpty, err = b.syncer.Footprint(ctx, 15*time.Second); err != nil {
 		return err
 	}
+	waitCPUProfile := b.startCPUProfile(ctx)
+	before, err := benchenv.ScrapeRequests(b.metricsAddr)
+	if err != nil {
+		return err
+	}
 	if r.nodesReady, err = b.lendNodes(ctx); err != nil {
 		return fmt.Errorf("lending nodes: %w", err)
+	}
+	lent, err := benchenv.ScrapeRequests(b.metricsAddr)
+	if err != nil {
+		return err
 	}
 	if r.policyChange, err = b.changePolicy(ctx); err != nil {
 		return fmt.Errorf("changing the policy: %w", err)
 	}
+	changed, err := benchenv.ScrapeRequests(b.metricsAddr)
+	if err != nil {
+		return err
+	}
+	r.lendRequests, r.changeRequests = benchenv.DiffRequests(before, lent), benchenv.DiffRequests(lent, changed)
+	waitCPUProfile()
 	if r.rssNodes, r.cpuNodes, err = b.syncer.Footprint(ctx, 15*time.Second); err != nil {
 		return err
 	}

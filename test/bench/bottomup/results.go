@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 )
@@ -12,6 +14,9 @@ type results struct {
 	nodesReady, policyChange, foreignPods time.Duration
 	rssEmpty, rssNodes, rssFull           float64
 	cpuEmpty, cpuNodes, cpuFull           float64
+	// lendRequests and changeRequests are the syncer's API requests while
+	// lending the nodes and while the policy change reached them.
+	lendRequests, changeRequests map[string]float64
 }
 
 func (r results) print(cfg config) {
@@ -34,4 +39,16 @@ func (r results) print(cfg config) {
 		r.rssFull, r.rssFull/r.rssEmpty, r.rssFull/r.rssNodes)
 	fmt.Fprintf(w, "syncer CPU at rest: empty / nodes / full (%% of a core)\t%.1f / %.1f / %.1f\t\t\t\n", r.cpuEmpty, r.cpuNodes, r.cpuFull)
 	w.Flush()
+	printRequests("lending", r.lendRequests, cfg.nodes)
+	printRequests("the policy change", r.changeRequests, cfg.nodes)
+}
+
+// printRequests lists the syncer's API requests per node during a phase
+// (the floors write one node and one Lease per node, then one status).
+func printRequests(phase string, requests map[string]float64, nodes int) {
+	keys := slices.Sorted(maps.Keys(requests))
+	fmt.Printf("\nSyncer API requests per node during %s:\n", phase)
+	for _, k := range keys {
+		fmt.Printf("  %-50s %.2f\n", k, requests[k]/float64(nodes))
+	}
 }

@@ -9,8 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -207,46 +205,12 @@ func (b *bench) throughput(ctx context.Context) (exist, running time.Duration, w
 		return 0, 0, nil, err
 	}
 	after, err := b.scrape()
-	return exist, running, diff(before, after), err
+	return exist, running, benchenv.DiffRequests(before, after), err
 }
 
 // scrape reads the syncer's kubeocean_client_requests_total by
 // "cluster verb resource".
-func (b *bench) scrape() (map[string]float64, error) {
-	resp, err := http.Get("http://" + b.metricsAddr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	family, ok := families["kubeocean_client_requests_total"]
-	if !ok {
-		return out, nil
-	}
-	for _, m := range family.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		out[labels["cluster"]+" "+labels["verb"]+" "+labels["resource"]] = m.GetCounter().GetValue()
-	}
-	return out, nil
-}
-
-func diff(before, after map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
+func (b *bench) scrape() (map[string]float64, error) { return benchenv.ScrapeRequests(b.metricsAddr) }
 
 // profile saves a CPU profile of the syncer taken over d.
 func (b *bench) profile(path string, d time.Duration) {

@@ -132,5 +132,5 @@ func (b *bench) idle(ctx context.Context) (map[string]float64, error) {
 		return nil, ctx.Err()
 	}
 	after, err := b.scrape()
-	return diff(before, after), err
+	return benchenv.DiffRequests(before, after), err
 }

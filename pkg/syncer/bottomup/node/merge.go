@@ -95,10 +95,13 @@ func mergeTaints(current []corev1.Taint, last []taintID, want []corev1.Taint) []
 }
 
 // applyMetadata returns node with Kubeocean's labels, annotations, taints
-// and cordon merged in, recording them for the next merge.
+// and cordon merged in, recording them for the next merge. The result's
+// metadata and spec are its own; its status is node's, to be read only.
 func applyMetadata(node *corev1.Node, d desiredNode) *corev1.Node {
 	last := decodeLastApplied(node)
-	out := node.DeepCopy()
+	out := &corev1.Node{TypeMeta: node.TypeMeta, Status: node.Status}
+	node.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	node.Spec.DeepCopyInto(&out.Spec)
 	out.Labels = mergeMap(node.Labels, last.Labels, d.labels)
 	annotations := mergeMap(node.Annotations, last.Annotations, d.annotations)
 	annotations[annotationLastApplied] = recordOf(d).encode()

@@ -115,8 +115,11 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 	}
 	status := desiredStatus(updated.Status, desired.status)
 	if !equality.Semantic.DeepEqual(status, updated.Status) {
-		updated = updated.DeepCopy()
-		updated.Status = status
+		// A shallow copy: only the status differs, and the client only
+		// reads what it sends.
+		withStatus := *updated
+		withStatus.Status = status
+		updated = &withStatus
 		if _, err := c.nodesClient.Nodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
 			return controller.Result{}, err
 		}
