@@ -2,7 +2,6 @@ package syncer
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -64,7 +63,7 @@ func compactOwned(obj any) (any, error) {
 	node.Spec.Taints = compactTaints(node.Spec.Taints)
 	status := &node.Status
 	status.Capacity = compactResources(status.Capacity)
-	if equality.Semantic.DeepEqual(status.Allocatable, status.Capacity) {
+	if sameResources(status.Allocatable, status.Capacity) {
 		// A virtual node lends all its capacity: one map serves both. Cached
 		// objects are read-only, and a DeepCopy separates them again.
 		status.Allocatable = status.Capacity
@@ -87,6 +86,20 @@ func compactResources(list corev1.ResourceList) corev1.ResourceList {
 		out[corev1.ResourceName(intern.String(string(name)))] = q
 	}
 	return out
+}
+
+// sameResources reports whether a and b list the same quantities; it runs
+// on every virtual node event, so it compares without reflection.
+func sameResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if other, ok := b[name]; !ok || q.Cmp(other) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // compactConditions copies conditions into a slice sized to fit (decoding

@@ -66,12 +66,6 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.GracePeriod == 0 {
-		opts.GracePeriod = dependents.DefaultGracePeriod
-	}
 	s := opts.Syncer
 	lister := opts.VirtualConfigMaps.Lister()
 	base, err := dependents.NewController(dependents.ControllerOptions[*corev1.ConfigMap]{

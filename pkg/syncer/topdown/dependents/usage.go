@@ -171,9 +171,16 @@ type UnusedTracker struct {
 	since map[cache.ObjectName]time.Time
 }
 
-// NewUnusedTracker returns a tracker with the given grace period.
-func NewUnusedTracker(clock clock.PassiveClock, grace time.Duration) *UnusedTracker {
-	return &UnusedTracker{clock: clock, grace: grace, since: map[cache.ObjectName]time.Time{}}
+// NewUnusedTracker returns a tracker with the given grace period; a nil
+// clock is the real one and a zero grace DefaultGracePeriod.
+func NewUnusedTracker(passive clock.PassiveClock, grace time.Duration) *UnusedTracker {
+	if passive == nil {
+		passive = clock.RealClock{}
+	}
+	if grace == 0 {
+		grace = DefaultGracePeriod
+	}
+	return &UnusedTracker{clock: passive, grace: grace, since: map[cache.ObjectName]time.Time{}}
 }
 
 // Unused records that key has no user and returns how much longer to wait

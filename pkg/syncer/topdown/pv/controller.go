@@ -67,12 +67,6 @@ func New(opts Options) (*Controller, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.GracePeriod == 0 {
-		opts.GracePeriod = dependents.DefaultGracePeriod
-	}
 	v := &volumes{syncer: opts.Syncer, clusterID: opts.ClusterID, pvs: opts.VirtualPVs.Lister(), claims: opts.VirtualPVCs.Lister()}
 	c, err := dependents.NewController(dependents.ControllerOptions[*corev1.PersistentVolume]{
 		Name: Name,

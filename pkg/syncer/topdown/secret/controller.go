@@ -82,12 +82,6 @@ func New(opts Options) (*Controller, error) {
 	if err := dependents.AddIndex(opts.VirtualPVs.Informer(), dependents.CSISecretIndexName, dependents.CSISecretIndexKeys); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.GracePeriod == 0 {
-		opts.GracePeriod = dependents.DefaultGracePeriod
-	}
 	u := &users{syncer: opts.Syncer, pods: pods, pvs: opts.VirtualPVs.Informer().GetIndexer()}
 	lister := opts.VirtualSecrets.Lister()
 	c, err := dependents.NewController(dependents.ControllerOptions[*corev1.Secret]{
