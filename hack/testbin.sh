@@ -3,9 +3,14 @@
 # (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok) from the
 # pinned tools modules under hack/tools, into a cache outside the repository.
 #
-# The cache folder is keyed by a hash of the tools modules and this script, so
-# a change of pinned versions builds a fresh set while an unchanged set is
-# reused. Prints the folder on stdout; everything else goes to stderr.
+# Works from a cold machine: every module it reads is downloaded first (an
+# empty GOMODCACHE is fine), and nothing is taken from a module folder that
+# `go build` alone would not have fetched.
+#
+# Each binary is cached under a key of its tools module (go.mod, go.sum), its
+# package and its link flags, so pinning a new kwok rebuilds only kwok. The
+# printed folder holds links to the binaries of the current set and the kwok
+# stage files. Prints the folder on stdout; everything else goes to stderr.
 #
 #   KUBEOCEAN_TESTBIN_CACHE  cache root (default: $XDG_CACHE_HOME or ~/.cache, + /kubeocean/testbin)
 set -euo pipefail
@@ -13,50 +18,81 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tools="$root/hack/tools"
 kube_version=v1.36.3
-
-cache_root=${KUBEOCEAN_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubeocean/testbin}
-key=$(cat "$tools"/kube/go.mod "$tools"/kube/go.sum "$tools"/kwok/go.mod "$tools"/kwok/go.sum "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
-dir="$cache_root/$key"
-
-log() { printf 'testbin: %s\n' "$*" >&2; }
-
-build() { # module-dir package output [ldflags]
-  local mod=$1 pkg=$2 out=$3 ldflags=${4:-}
-  if [ -x "$dir/$out" ]; then
-    return
-  fi
-  log "building $out from $pkg (this takes minutes on a cold cache)"
-  local start=$SECONDS
-  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$dir/$out.tmp" "$pkg")
-  mv "$dir/$out.tmp" "$dir/$out"
-  log "built $out in $((SECONDS - start))s"
-}
-
-mkdir -p "$dir"
-# One builder at a time per cache folder: parallel test runs wait instead of
-# racing on the same outputs.
-exec 9>"$dir/.lock"
-flock 9
-
 version_pkg=k8s.io/component-base/version
 kube_ldflags="-X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=36 -X $version_pkg.gitTreeState=clean"
-build "$tools/kube" go.etcd.io/etcd/server/v3 etcd
-build "$tools/kube" k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$kube_ldflags"
-build "$tools/kube" k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$kube_ldflags"
-build "$tools/kube" k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler "$kube_ldflags"
-build "$tools/kube" k8s.io/kubernetes/cmd/kubectl kubectl "$kube_ldflags"
-build "$tools/kwok" sigs.k8s.io/kwok/cmd/kwok kwok
+# Stage files kwok needs beside it, relative to kustomize/stage in its module.
+kwok_stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+  pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml)
 
-# kwok needs its stage definitions next to it.
-if [ ! -f "$dir/kwok-stages/.done" ]; then
-  kwok_dir=$(cd "$tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
-  mkdir -p "$dir/kwok-stages"
-  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
-    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
-    cp "$kwok_dir/kustomize/stage/$f" "$dir/kwok-stages/$(echo "$f" | tr / _)"
+cache_root=${KUBEOCEAN_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubeocean/testbin}
+objects="$cache_root/objects"
+
+log() { printf 'testbin: %s\n' "$*" >&2; }
+hash() { sha256sum | cut -c1-16; }
+
+# recipe lists what is built, one line per binary: module-dir package output ldflags.
+recipe() {
+  printf '%s\n' \
+    "kube go.etcd.io/etcd/server/v3 etcd" \
+    "kube k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver $kube_ldflags" \
+    "kube k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager $kube_ldflags" \
+    "kube k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler $kube_ldflags" \
+    "kube k8s.io/kubernetes/cmd/kubectl kubectl $kube_ldflags" \
+    "kwok sigs.k8s.io/kwok/cmd/kwok kwok"
+}
+
+# object_key names one binary's build: its tools module's pins and its recipe line.
+object_key() { # module line
+  { cat "$tools/$1/go.mod" "$tools/$1/go.sum"; printf '%s\n' "$2"; } | hash
+}
+
+build() { # module package output [ldflags...]
+  local mod=$1 pkg=$2 out=$3
+  shift 3
+  local ldflags="$*" line="$mod $pkg $out $*"
+  local obj
+  obj="$objects/$out-$(object_key "$mod" "$line")"
+  if [ ! -x "$obj" ]; then
+    log "building $out from $pkg (minutes on a cold cache)"
+    local start=$SECONDS
+    (cd "$tools/$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$obj.tmp" "$pkg")
+    mv "$obj.tmp" "$obj"
+    log "built $out in $((SECONDS - start))s"
+  fi
+  ln -sfn "$obj" "$dir/$out"
+}
+
+# The stage files come from the kwok module folder, which `go mod download`
+# fills; `go list -m` alone would print an empty folder on a cold cache.
+copy_kwok_stages() {
+  local stages="$dir/kwok-stages"
+  [ -f "$stages/.done" ] && return
+  local kwok_dir
+  kwok_dir=$(cd "$tools/kwok" && go mod download sigs.k8s.io/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  if [ -z "$kwok_dir" ] || [ ! -d "$kwok_dir/kustomize/stage" ]; then
+    echo "testbin: the kwok module has no stage folder at '$kwok_dir'" >&2
+    return 1
+  fi
+  rm -rf "$stages" && mkdir -p "$stages"
+  for f in "${kwok_stages[@]}"; do
+    cp "$kwok_dir/kustomize/stage/$f" "$stages/$(echo "$f" | tr / _)"
   done
-  chmod u+w "$dir"/kwok-stages/*
-  touch "$dir/kwok-stages/.done"
-fi
+  chmod u+w "$stages"/*
+  touch "$stages/.done"
+}
+
+set_key=$({ recipe; printf '%s\n' "${kwok_stages[@]}"; for m in kube kwok; do cat "$tools/$m/go.mod" "$tools/$m/go.sum"; done; } | hash)
+dir="$cache_root/$set_key"
+mkdir -p "$dir" "$objects"
+# One builder at a time per cache: parallel test runs wait instead of racing
+# on the same outputs.
+exec 9>"$cache_root/.lock"
+flock 9
+
+while read -r mod pkg out ldflags; do
+  # shellcheck disable=SC2086 # the link flags are words
+  build "$mod" "$pkg" "$out" $ldflags
+done < <(recipe)
+copy_kwok_stages
 
 echo "$dir"

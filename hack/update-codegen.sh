@@ -8,7 +8,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 module=github.com/kubeocean/kubeocean
 cd "$root"
 
-codegen_pkg=$(cd "$root/hack/tools/codegen" && go list -m -f '{{.Dir}}' k8s.io/code-generator)
+# `go list -m` only prints where a module would be; download it first so a
+# cold module cache works too.
+codegen_pkg=$(cd "$root/hack/tools/codegen" && go mod download k8s.io/code-generator &&
+  go list -m -f '{{.Dir}}' k8s.io/code-generator)
+if [ ! -f "$codegen_pkg/kube_codegen.sh" ]; then
+  echo "update-codegen: no kube_codegen.sh in k8s.io/code-generator at '$codegen_pkg'" >&2
+  exit 1
+fi
 # shellcheck source=/dev/null
 source "$codegen_pkg/kube_codegen.sh"
 
