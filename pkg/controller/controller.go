@@ -35,6 +35,9 @@ type Options[K comparable] struct {
 	Metrics *Metrics
 	// Clock drives the queue's delays; tests inject a fake one.
 	Clock clock.WithTicker
+	// UnavailableRetry caps the wait between retries of a key whose
+	// apiserver did not answer; default DefaultUnavailableRetry.
+	UnavailableRetry time.Duration
 }
 
 // Controller owns a named, rate-limited workqueue of keys and the workers
@@ -43,6 +46,7 @@ type Controller[K comparable] struct {
 	name      string
 	reconcile ReconcileFunc[K]
 	queue     workqueue.TypedRateLimitingInterface[K]
+	retries   retryLimiters[K]
 	metrics   *reconcileMetrics
 
 	mu        sync.Mutex
@@ -77,6 +81,7 @@ func New[K comparable](opts Options[K]) *Controller[K] {
 		reconcile: opts.Reconcile,
 		hasSynced: opts.HasSynced,
 		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, config),
+		retries:   newRetryLimiters[K](opts.UnavailableRetry),
 		metrics:   opts.Metrics.forController(opts.Name),
 	}
 }
@@ -159,21 +164,42 @@ func (c *Controller[K]) processNextItem(ctx context.Context) bool {
 
 	switch {
 	case err == nil && result.RequeueAfter > 0:
-		c.queue.Forget(key)
+		c.forget(key)
 		c.queue.AddAfter(key, result.RequeueAfter)
 	case err == nil:
-		c.queue.Forget(key)
+		c.forget(key)
 	case IsTerminal(err):
-		c.queue.Forget(key)
+		c.forget(key)
 		logger.Error(err, "Reconcile failed; not retrying until the object changes")
 	case ctx.Err() != nil:
 		// Shutting down: the next process picks the key up from its informers.
-		c.queue.Forget(key)
+		c.forget(key)
+	default:
+		c.retry(logger, key, err)
+	}
+	return true
+}
+
+// retry puts a failed key back by the class of its failure (see retry.go).
+func (c *Controller[K]) retry(logger klog.Logger, key K, err error) {
+	switch classify(err) {
+	case failureConflict:
+		c.queue.AddAfter(key, c.retries.conflict.When(key))
+		logger.V(4).Info("Reconcile conflicted with a newer version; retrying", "err", err)
+	case failureUnavailable:
+		delay := c.retries.unavailable.When(key)
+		c.queue.AddAfter(key, delay)
+		logger.Error(err, "Reconcile failed: the apiserver did not answer; retrying", "after", delay)
 	default:
 		c.queue.AddRateLimited(key)
 		logger.Error(err, "Reconcile failed, retrying with backoff", "requeues", c.queue.NumRequeues(key))
 	}
-	return true
+}
+
+// forget drops every backoff kept for key.
+func (c *Controller[K]) forget(key K) {
+	c.queue.Forget(key)
+	c.retries.forget(key)
 }
 
 // reconcileSafely turns a panic in Reconcile into an error, so one bad

@@ -65,11 +65,13 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 }
 
 // recordMapping writes the physical pod's namespace and name on the virtual
-// pod and returns the pod as written, or nil when the virtual pod changed
-// under us (its event brings us back). It is an update of the pod as read,
-// whose resourceVersion and UID make it fail on a pod changed or recreated
-// since; the apiserver takes it in the client's encoding, unlike a merge
-// patch, which it applies through JSON.
+// pod and returns the pod as written, or nil when the virtual pod is gone.
+// It is an update of the pod as read, whose resourceVersion and UID make it
+// fail on a pod changed or recreated since; the apiserver takes it in the
+// client's encoding, unlike a merge patch, which it applies through JSON. A
+// conflict is returned: the change that caused it may be one our handlers
+// drop, so waiting for its event could wait forever, and the worker loop
+// retries conflicts at once.
 func (c *Controller) recordMapping(ctx context.Context, virtual *corev1.Pod, m mapping) (*corev1.Pod, error) {
 	updated := virtual.DeepCopy()
 	if updated.Annotations == nil {
@@ -79,8 +81,8 @@ func (c *Controller) recordMapping(ctx context.Context, virtual *corev1.Pod, m m
 	updated.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = m.name
 	recorded, err := c.virtualClient.Pods(virtual.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
 	switch {
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		klog.FromContext(ctx).V(4).Info("Virtual pod changed while recording its mapping; waiting for its event", "err", err)
+	case apierrors.IsNotFound(err):
+		klog.FromContext(ctx).V(4).Info("Virtual pod is gone while recording its mapping", "err", err)
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("recording the physical pod on virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)

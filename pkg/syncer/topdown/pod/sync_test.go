@@ -2,6 +2,7 @@ package pod
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,8 +12,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/diff"
 	clienttesting "k8s.io/client-go/testing"
@@ -278,5 +281,22 @@ func TestCreatedPodAwaitedInCache(t *testing.T) {
 	assertWrites(t, f, "physical create pods")
 	if events := f.events(); len(events) != 0 {
 		t.Errorf("events = %v, want none", events)
+	}
+}
+
+// A conflict while recording the mapping is handed to the worker loop,
+// which retries conflicts at once: the change that caused it may be one the
+// pod handler drops, so waiting for an event could wait forever.
+func TestMappingConflictIsRetried(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
+	f.react(f.virtualKube, "update", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, boundPod().Name, errors.New("the object has been modified"))
+	})
+	_, err := f.reconcile()
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("reconcile = %v, want the conflict, so that the key is retried", err)
+	}
+	if _, err := f.physicalPod(); !apierrors.IsNotFound(err) {
+		t.Errorf("physical pod: %v, want none before the mapping is recorded", err)
 	}
 }
