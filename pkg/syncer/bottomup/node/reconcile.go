@@ -24,55 +24,78 @@ const drainRecheck = 10 * time.Second
 
 // sync reconciles the virtual twin of the physical node named key.
 func (c *Controller) sync(ctx context.Context, key string) (controller.Result, error) {
-	in, removeReason, err := c.inputs(key)
+	in, verdict, err := c.inputs(key)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	if removeReason != "" {
-		return c.remove(ctx, c.virtualNodeName(key), removeReason)
+	if verdict.freeze != "" {
+		return c.freeze(ctx, key, in.binding, verdict.freeze)
+	}
+	c.thaw(ctx, key)
+	if verdict.remove != "" {
+		return c.remove(ctx, c.virtualNodeName(key), verdict.remove)
 	}
 	return c.apply(ctx, in)
 }
 
-// inputs gathers what the virtual node is computed from, or says why the
-// physical node must not (any longer) have a virtual twin.
-func (c *Controller) inputs(key string) (nodeInputs, string, error) {
+// verdict is what inputs concluded besides the inputs themselves; the zero
+// value means the virtual node is applied from the inputs.
+type verdict struct {
+	// remove says why the physical node must not (any longer) have a
+	// virtual twin.
+	remove string
+	// freeze says why the node's fate cannot be evaluated now; it takes
+	// precedence over everything but an explicit deletion.
+	freeze string
+}
+
+// inputs gathers what the virtual node is computed from, or says why it is
+// removed or left as it is.
+func (c *Controller) inputs(key string) (nodeInputs, verdict, error) {
 	in := nodeInputs{clusterID: c.clusterID}
 	binding, err := c.bindings.Get(c.bindingName)
 	switch {
 	case apierrors.IsNotFound(err):
-		return in, "the ClusterBinding is gone", nil
+		return in, verdict{remove: "the ClusterBinding is gone"}, nil
 	case err != nil:
-		return in, "", err
+		return in, verdict{}, err
 	case binding.DeletionTimestamp != nil:
-		return in, "the ClusterBinding is being deleted", nil
+		return in, verdict{remove: "the ClusterBinding is being deleted"}, nil
 	}
 	in.binding = binding
+	// Before the physical node: with a selector that cannot be evaluated, a
+	// node missing from the (selector-scoped) cache says nothing either.
+	if reason := bindingSelectorInvalid(binding); reason != "" {
+		return in, verdict{freeze: reason}, nil
+	}
 
 	physical, err := c.physicalNodes.Get(key)
 	switch {
 	case apierrors.IsNotFound(err):
 		// The informer may be scoped by the binding's node selector, so a
 		// node that stops matching it leaves the cache too.
-		return in, "the physical node is gone or no longer matches the ClusterBinding's node selector", nil
+		return in, verdict{remove: "the physical node is gone or no longer matches the ClusterBinding's node selector"}, nil
 	case err != nil:
-		return in, "", err
+		return in, verdict{}, err
 	case physical.DeletionTimestamp != nil:
-		return in, "the physical node is being deleted", nil
+		return in, verdict{remove: "the physical node is being deleted"}, nil
 	case !selects(binding.Spec.NodeSelector, physical):
-		return in, "the ClusterBinding's node selector no longer selects the physical node", nil
+		return in, verdict{remove: "the ClusterBinding's node selector no longer selects the physical node"}, nil
 	}
 	in.physical = physical
 
 	policies, err := c.policies.List(labels.Everything())
 	if err != nil {
-		return in, "", err
+		return in, verdict{}, err
+	}
+	if reason := invalidPolicyFor(policies, c.bindingName, physical); reason != "" {
+		return in, verdict{freeze: reason}, nil
 	}
 	if in.policy = choosePolicy(policies, c.bindingName, physical); in.policy == nil {
-		return in, "no ResourceLeasingPolicy lends the physical node", nil
+		return in, verdict{remove: "no ResourceLeasingPolicy lends the physical node"}, nil
 	}
 	in.capacity = resources.Lendable(physical.Status.Allocatable, c.foreignUsage.Of(key), in.policy.Spec.ResourceLimits)
-	return in, "", nil
+	return in, verdict{}, nil
 }
 
 // apply creates or updates the virtual node, metadata and spec first, then
