@@ -2,12 +2,12 @@ package clusterbinding
 
 import (
 	"encoding/json"
-	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clienttesting "k8s.io/client-go/testing"
