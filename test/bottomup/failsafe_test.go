@@ -120,4 +120,3 @@ func waitForBindingEvent(t *testing.T, w *testenv.SyncerWorld, reason string) {
 		return err == nil && len(list.Items) > 0, err
 	})
 }
-
