@@ -232,7 +232,7 @@ func (c *Controller) drainingNodeKeys(pod *corev1.Pod) []string {
 }
 
 func physicalNameOf(vnode *corev1.Node) []string {
-	if name := vnode.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName]; name != "" {
+	if name := naming.PhysicalNodeNameOf(vnode); name != "" {
 		return []string{name}
 	}
 	return nil

@@ -108,9 +108,7 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 		return controller.Result{}, err
 	}
 	if current != nil && !c.owns(current) {
-		c.recorder.Eventf(in.binding, corev1.EventTypeWarning, "NodeNameCollision",
-			"Node %s exists and is not Kubeocean's virtual node for %s; leaving it alone", name, in.physical.Name)
-		return controller.Result{}, controller.Terminal(fmt.Errorf("node %s exists and does not belong to cluster %s", name, c.clusterID))
+		return controller.Result{}, c.nameCollision(in, name)
 	}
 
 	requeue, err := c.windowTaint(&in, current)
@@ -123,7 +121,7 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 		node := applyMetadata(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, desired)
 		node.Status = desired.status
 		if _, err := c.nodesClient.Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-			return controller.Result{}, err
+			return controller.Result{}, c.createFailed(ctx, in, name, err)
 		}
 		logger.Info("Created virtual node", "node", klog.KRef("", name), "physicalNode", in.physical.Name, "policy", in.policy.Name)
 		return controller.RequeueAfter(requeue), nil
@@ -184,4 +182,35 @@ func (c *Controller) windowTaint(in *nodeInputs, current *corev1.Node) (time.Dur
 func (c *Controller) owns(node *corev1.Node) bool {
 	return node.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean &&
 		node.Labels[kubeoceanv1alpha1.LabelClusterID] == c.clusterID
+}
+
+// EventNodeNameCollision is the reason of the Warning event on the binding
+// when a Node that is not Kubeocean's holds a virtual node's name.
+const EventNodeNameCollision = "NodeNameCollision"
+
+// nameCollision reports a foreign Node holding the virtual node's name. It
+// is terminal: only a person can resolve it; the physical node's next
+// change, or the binding's, looks again.
+func (c *Controller) nameCollision(in nodeInputs, name string) error {
+	c.recorder.Eventf(in.binding, corev1.EventTypeWarning, EventNodeNameCollision,
+		"Node %s exists and is not Kubeocean's virtual node for %s; leaving it alone", name, in.physical.Name)
+	return controller.Terminal(fmt.Errorf("node %s exists and does not belong to cluster %s", name, c.clusterID))
+}
+
+// createFailed explains a failed create. AlreadyExists with nothing in the
+// lister is either our node not yet seen, or a Node the label-scoped
+// lister cannot see: one GET tells them apart, so a foreign Node gives an
+// event instead of a retry loop.
+func (c *Controller) createFailed(ctx context.Context, in nodeInputs, name string, err error) error {
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing, getErr := c.nodesClient.Nodes().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case getErr != nil:
+		return fmt.Errorf("node %s already exists and cannot be read: %w", name, getErr)
+	case !c.owns(existing):
+		return c.nameCollision(in, name)
+	}
+	return err // ours: the informer catches up and the retry updates it
 }
