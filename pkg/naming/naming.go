@@ -6,8 +6,11 @@ package naming
 import (
 	"crypto/md5"
 	"encoding/hex"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // physicalNamePrefixLength is how much of a virtual name is kept readable in
@@ -22,6 +25,11 @@ func PhysicalName(namespace, name string) string {
 	prefix := name
 	if len(prefix) > physicalNamePrefixLength {
 		prefix = prefix[:physicalNamePrefixLength]
+	}
+	// A prefix cut after a dot would give ".-", which no DNS name may hold;
+	// such names could never be created, so changing them breaks nothing.
+	if strings.HasSuffix(prefix, ".") {
+		prefix = strings.TrimRight(prefix, ".") + "-"
 	}
 	return prefix + "-" + hashOf(namespace+"/"+name)
 }
@@ -40,4 +48,31 @@ func VirtualNodeName(clusterID, physicalNode string) string {
 func hashOf(s string) string {
 	sum := md5.Sum([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// SetPhysicalNodeName records on a virtual object (node, CSINode) the
+// physical node it stands for: always in the annotation, and in the label
+// of the same key when the name is a valid label value (at most 63
+// characters), so that selecting by label keeps working for the usual
+// names. Node names may be up to 253 characters long.
+func SetPhysicalNodeName(labels, annotations map[string]string, physicalNode string) {
+	annotations[kubeoceanv1alpha1.AnnotationPhysicalNodeName] = physicalNode
+	if len(validation.IsValidLabelValue(physicalNode)) == 0 {
+		labels[kubeoceanv1alpha1.LabelPhysicalNodeName] = physicalNode
+	} else {
+		delete(labels, kubeoceanv1alpha1.LabelPhysicalNodeName)
+	}
+}
+
+// PhysicalNodeNameOf is the physical node a virtual object stands for: the
+// annotation, else the label (objects written before the annotation
+// existed), else "".
+func PhysicalNodeNameOf(obj interface {
+	GetLabels() map[string]string
+	GetAnnotations() map[string]string
+}) string {
+	if name := obj.GetAnnotations()[kubeoceanv1alpha1.AnnotationPhysicalNodeName]; name != "" {
+		return name
+	}
+	return obj.GetLabels()[kubeoceanv1alpha1.LabelPhysicalNodeName]
 }

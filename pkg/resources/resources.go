@@ -4,6 +4,7 @@
 package resources
 
 import (
+	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -73,16 +74,14 @@ func Lendable(allocatable, used corev1.ResourceList, limits []kubeoceanv1alpha1.
 
 // percentOf rounds down: CPU to the millicore, everything else (bytes,
 // devices, pod slots) to a whole unit, so a node never advertises a
-// fraction of a GPU or of a byte.
+// fraction of a GPU or of a byte. It computes in decimals: a quantity near
+// the int64 range overflows as milli-units.
 func percentOf(name corev1.ResourceName, q resource.Quantity, percent int32) resource.Quantity {
-	p := int64(percent)
+	var decimals inf.Scale
 	if name == corev1.ResourceCPU {
-		return *resource.NewMilliQuantity(scale(q.MilliValue(), p), q.Format)
+		decimals = 3
 	}
-	return *resource.NewQuantity(scale(q.Value(), p), q.Format)
-}
-
-// scale computes v*p/100 rounded down without overflowing for any v.
-func scale(v, p int64) int64 {
-	return v/100*p + v%100*p/100
+	share := new(inf.Dec).Mul(q.AsDec(), inf.NewDec(int64(percent), 0))
+	share.QuoRound(share, inf.NewDec(100, 0), decimals, inf.RoundDown)
+	return *resource.NewDecimalQuantity(*share, q.Format)
 }

@@ -142,9 +142,24 @@ func TestLendable(t *testing.T) {
 	}
 }
 
-func TestScaleDoesNotOverflow(t *testing.T) {
-	const big = int64(9_000_000_000_000_000_000)
-	if got := scale(big, 50); got != big/2 {
-		t.Fatalf("scale(%d, 50) = %d", big, got)
+// Found by FuzzResourceLimit: a CPU quantity near the int64 range
+// overflowed as millicores and lent a negative amount.
+func TestPercentOfDoesNotOverflow(t *testing.T) {
+	tests := []struct {
+		name    corev1.ResourceName
+		q, want string
+		percent int32
+	}{
+		{name: corev1.ResourceCPU, q: "9223372036854775807", percent: 50, want: "4611686018427387903500m"},
+		{name: corev1.ResourceMemory, q: "9223372036854775807", percent: 50, want: "4611686018427387903"},
+		{name: corev1.ResourceCPU, q: "3", percent: 33, want: "990m"},
+		{name: corev1.ResourceCPU, q: "1m", percent: 50, want: "0"},
+		{name: corev1.ResourceMemory, q: "3", percent: 50, want: "1"},
+	}
+	for _, tt := range tests {
+		got := percentOf(tt.name, resource.MustParse(tt.q), tt.percent)
+		if got.Cmp(resource.MustParse(tt.want)) != 0 {
+			t.Errorf("%d%% of %s %s = %s, want %s", tt.percent, tt.q, tt.name, got.String(), tt.want)
+		}
 	}
 }

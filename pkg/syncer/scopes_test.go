@@ -117,6 +117,11 @@ func TestNeedsRestart(t *testing.T) {
 		{"a selector without label scope", binding(func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
 			s.NodeSelector.NodeSelectorTerms = append(s.NodeSelector.NodeSelectorTerms, s.NodeSelector.NodeSelectorTerms[0])
 		}), true},
+		// The node controller freezes the binding's nodes; the running scope
+		// stays until the selector is fixed.
+		{"a selector that cannot be evaluated", binding(func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0] = expr("example.com/pool", corev1.NodeSelectorOpIn, "gpu pool")
+		}), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -24,6 +25,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 	"github.com/kubeocean/kubeocean/pkg/serving"
+	"github.com/kubeocean/kubeocean/pkg/validation"
 )
 
 // Component is the syncer's name in user agents, events and leases.
@@ -213,6 +215,12 @@ func (e *syncerEnv) watchBinding(ctx context.Context) error {
 func needsRestart(running, updated *kubeoceanv1alpha1.ClusterBinding) bool {
 	if updated.Spec.SecretRef != running.Spec.SecretRef || updated.Spec.MountNamespace != running.Spec.MountNamespace {
 		return true
+	}
+	// A selector the syncer cannot evaluate keeps the running scope: the
+	// node controller leaves every virtual node as it is until it is fixed,
+	// and a restart would only drop the caches the fix needs.
+	if len(validation.NodeSelector(field.NewPath("spec", "nodeSelector"), updated.Spec.NodeSelector)) > 0 {
+		return false
 	}
 	return physicalNodeScope(updated.Spec.NodeSelector).LabelSelector != physicalNodeScope(running.Spec.NodeSelector).LabelSelector
 }

@@ -7,6 +7,7 @@ package validation
 
 import (
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -42,7 +43,7 @@ func ClusterBindingSpec(spec *kubeoceanv1alpha1.ClusterBindingSpec) field.ErrorL
 	for i, ns := range spec.ServiceNamespaces {
 		errs = append(errs, dnsLabel(path.Child("serviceNamespaces").Index(i), ns, validation.DNS1123LabelMaxLength)...)
 	}
-	errs = append(errs, nodeSelector(path.Child("nodeSelector"), spec.NodeSelector)...)
+	errs = append(errs, NodeSelector(path.Child("nodeSelector"), spec.NodeSelector)...)
 	return errs
 }
 
@@ -55,10 +56,8 @@ func ResourceLeasingPolicySpec(spec *kubeoceanv1alpha1.ResourceLeasingPolicySpec
 	if spec.Cluster == "" {
 		errs = append(errs, field.Required(path.Child("cluster"), "the ClusterBinding name is required"))
 	}
-	errs = append(errs, nodeSelector(path.Child("nodeSelector"), spec.NodeSelector)...)
-	if _, err := timewindow.LoadLocation(spec.TimeZone); err != nil {
-		errs = append(errs, field.Invalid(path.Child("timeZone"), spec.TimeZone, "not a known IANA time zone"))
-	}
+	errs = append(errs, NodeSelector(path.Child("nodeSelector"), spec.NodeSelector)...)
+	errs = append(errs, TimeZone(path.Child("timeZone"), spec.TimeZone)...)
 	for i, w := range spec.TimeWindows {
 		errs = append(errs, timeWindow(path.Child("timeWindows").Index(i), w)...)
 	}
@@ -91,7 +90,13 @@ func dnsLabel(path *field.Path, value string, maxLength int) field.ErrorList {
 	return errs
 }
 
-func nodeSelector(path *field.Path, selector *corev1.NodeSelector) field.ErrorList {
+// NodeSelector validates a node selector of a binding or a policy. It
+// accepts exactly what the syncer can evaluate: what
+// k8s.io/component-helpers nodeaffinity.NewNodeSelector parses (label keys
+// and values, one integer for Gt and Lt), and, for match fields, the one
+// field a node selector can match (metadata.name), since any other field
+// would silently select nothing.
+func NodeSelector(path *field.Path, selector *corev1.NodeSelector) field.ErrorList {
 	if selector == nil {
 		return nil
 	}
@@ -99,32 +104,41 @@ func nodeSelector(path *field.Path, selector *corev1.NodeSelector) field.ErrorLi
 	for i, term := range selector.NodeSelectorTerms {
 		termPath := path.Child("nodeSelectorTerms").Index(i)
 		for j, req := range term.MatchExpressions {
-			errs = append(errs, nodeSelectorRequirement(termPath.Child("matchExpressions").Index(j), req)...)
+			errs = append(errs, labelRequirement(termPath.Child("matchExpressions").Index(j), req)...)
 		}
 		for j, req := range term.MatchFields {
-			errs = append(errs, nodeSelectorRequirement(termPath.Child("matchFields").Index(j), req)...)
+			errs = append(errs, fieldRequirement(termPath.Child("matchFields").Index(j), req)...)
 		}
 	}
 	return errs
 }
 
-func nodeSelectorRequirement(path *field.Path, req corev1.NodeSelectorRequirement) field.ErrorList {
+// nodeNameField is the only field a node selector can match.
+const nodeNameField = "metadata.name"
+
+func labelRequirement(path *field.Path, req corev1.NodeSelectorRequirement) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsQualifiedName(req.Key) {
 		errs = append(errs, field.Invalid(path.Child("key"), req.Key, msg))
 	}
+	values := path.Child("values")
 	switch req.Operator {
 	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
 		if len(req.Values) == 0 {
-			errs = append(errs, field.Required(path.Child("values"), fmt.Sprintf("operator %s needs at least one value", req.Operator)))
+			errs = append(errs, field.Required(values, fmt.Sprintf("operator %s needs at least one value", req.Operator)))
 		}
 	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
 		if len(req.Values) > 0 {
-			errs = append(errs, field.Forbidden(path.Child("values"), fmt.Sprintf("operator %s takes no values", req.Operator)))
+			errs = append(errs, field.Forbidden(values, fmt.Sprintf("operator %s takes no values", req.Operator)))
 		}
 	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
 		if len(req.Values) != 1 {
-			errs = append(errs, field.Required(path.Child("values"), fmt.Sprintf("operator %s needs exactly one value", req.Operator)))
+			errs = append(errs, field.Required(values, fmt.Sprintf("operator %s needs exactly one value", req.Operator)))
+		}
+		for i, v := range req.Values {
+			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+				errs = append(errs, field.Invalid(values.Index(i), v, fmt.Sprintf("operator %s compares integers: the value must be a decimal integer", req.Operator)))
+			}
 		}
 	default:
 		errs = append(errs, field.NotSupported(path.Child("operator"), req.Operator, []corev1.NodeSelectorOperator{
@@ -132,7 +146,39 @@ func nodeSelectorRequirement(path *field.Path, req corev1.NodeSelectorRequiremen
 			corev1.NodeSelectorOpDoesNotExist, corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt,
 		}))
 	}
+	// Every value is compared with a label value, so it must be one.
+	for i, v := range req.Values {
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, field.Invalid(values.Index(i), v, msg))
+		}
+	}
 	return errs
+}
+
+func fieldRequirement(path *field.Path, req corev1.NodeSelectorRequirement) field.ErrorList {
+	var errs field.ErrorList
+	if req.Key != nodeNameField {
+		errs = append(errs, field.NotSupported(path.Child("key"), req.Key, []string{nodeNameField}))
+	}
+	switch req.Operator {
+	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+		if len(req.Values) != 1 {
+			errs = append(errs, field.Invalid(path.Child("values"), req.Values, "must have exactly one element"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child("operator"), req.Operator, []corev1.NodeSelectorOperator{
+			corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn,
+		}))
+	}
+	return errs
+}
+
+// TimeZone validates an IANA time zone name as the syncer loads it.
+func TimeZone(path *field.Path, timeZone string) field.ErrorList {
+	if _, err := timewindow.LoadLocation(timeZone); err != nil {
+		return field.ErrorList{field.Invalid(path, timeZone, "not a known IANA time zone")}
+	}
+	return nil
 }
 
 func timeWindow(path *field.Path, w kubeoceanv1alpha1.TimeWindow) field.ErrorList {

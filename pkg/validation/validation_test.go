@@ -75,6 +75,35 @@ func TestClusterBindingSpec(t *testing.T) {
 		{name: "In without values", mutate: func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
 			s.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0].Values = nil
 		}, fields: []string{"spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values"}},
+		// What the syncer's parser rejects, validation rejects: a typo here
+		// once made every node of the binding look unselected.
+		{name: "value with a space", mutate: func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"gpu pool"}
+		}, fields: []string{"spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]"}},
+		{name: "Gt not an integer", mutate: func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0] = corev1.NodeSelectorRequirement{Key: "cores", Operator: corev1.NodeSelectorOpGt, Values: []string{"big"}}
+		}, fields: []string{"spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]"}},
+		{name: "Lt negative is not a label value", mutate: func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0] = corev1.NodeSelectorRequirement{Key: "cores", Operator: corev1.NodeSelectorOpLt, Values: []string{"-4"}}
+		}, fields: []string{"spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]"}},
+		{name: "Gt integer", mutate: func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0] = corev1.NodeSelectorRequirement{Key: "cores", Operator: corev1.NodeSelectorOpGt, Values: []string{"16"}}
+		}},
+		{name: "Gt beyond int64", mutate: func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0] = corev1.NodeSelectorRequirement{Key: "cores", Operator: corev1.NodeSelectorOpGt, Values: []string{"9223372036854775808"}}
+		}, fields: []string{"spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]"}},
+		{name: "match field by node name", mutate: func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchFields = []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"worker-a"}}}
+		}},
+		{name: "match field other than the node name", mutate: func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchFields = []corev1.NodeSelectorRequirement{{Key: "spec.unschedulable", Operator: corev1.NodeSelectorOpIn, Values: []string{"false"}}}
+		}, fields: []string{"spec.nodeSelector.nodeSelectorTerms[0].matchFields[0].key"}},
+		{name: "match field with two values", mutate: func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchFields = []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}}
+		}, fields: []string{"spec.nodeSelector.nodeSelectorTerms[0].matchFields[0].values"}},
+		{name: "match field Exists", mutate: func(s *kubeoceanv1alpha1.ClusterBindingSpec) {
+			s.NodeSelector.NodeSelectorTerms[0].MatchFields = []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpExists}}
+		}, fields: []string{"spec.nodeSelector.nodeSelectorTerms[0].matchFields[0].operator"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +126,13 @@ func TestResourceLeasingPolicySpec(t *testing.T) {
 		}},
 		{name: "cluster missing", mutate: func(s *kubeoceanv1alpha1.ResourceLeasingPolicySpec) { s.Cluster = "" },
 			fields: []string{"spec.cluster"}},
+		{name: "time zone typo", mutate: func(s *kubeoceanv1alpha1.ResourceLeasingPolicySpec) { s.TimeZone = "Europe/Berln" },
+			fields: []string{"spec.timeZone"}},
+		{name: "policy selector typo", mutate: func(s *kubeoceanv1alpha1.ResourceLeasingPolicySpec) {
+			s.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu pool"}}},
+			}}}
+		}, fields: []string{"spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]"}},
 		{name: "unknown time zone", mutate: func(s *kubeoceanv1alpha1.ResourceLeasingPolicySpec) { s.TimeZone = "Europe/Atlantis" },
 			fields: []string{"spec.timeZone"}},
 		{name: "bad window times", mutate: func(s *kubeoceanv1alpha1.ResourceLeasingPolicySpec) {

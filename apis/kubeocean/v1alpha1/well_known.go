@@ -22,6 +22,11 @@ const (
 	LabelClusterBinding   = "kubeocean.io/cluster-binding"
 	LabelClusterID        = "kubeocean.io/cluster-id"
 	LabelPhysicalNodeName = "kubeocean.io/physical-node-name"
+	// AnnotationPhysicalNodeName on a virtual node (and its CSINode) holds
+	// the physical node's name, which may be longer than a label value; the
+	// label of the same key is set only when the name fits one. Read both
+	// through naming.PhysicalNodeNameOf.
+	AnnotationPhysicalNodeName = "kubeocean.io/physical-node-name"
 
 	// AnnotationResourceLeasingPolicy on a virtual node names the policy
 	// that lends it; a deleted policy keeps its finalizer until no virtual

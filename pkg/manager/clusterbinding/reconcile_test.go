@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clienttesting "k8s.io/client-go/testing"
@@ -115,6 +116,12 @@ func TestReconcileInvalidBindingIsNotRetried(t *testing.T) {
 	older.CreationTimestamp = metav1.NewTime(start.Add(-2 * time.Hour))
 	younger := bound(newBinding("second", "shared"))
 	longName := bound(newBinding(strings.Repeat("n", 64), "w2"))
+	// A selector the syncer cannot parse: Failed here, and the syncer
+	// leaves the binding's virtual nodes as they are.
+	selectorTypo := bound(newBinding("worker-3", "w3"))
+	selectorTypo.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu pool"}}},
+	}}}
 	tests := []struct {
 		binding    *kubeoceanv1alpha1.ClusterBinding
 		wantReason string
@@ -123,6 +130,7 @@ func TestReconcileInvalidBindingIsNotRetried(t *testing.T) {
 		{invalid, ReasonInvalidSpec, "spec.serviceNamespaces[1]"},
 		{younger, ReasonDuplicateClusterID, `clusterID "shared" is already used by ClusterBinding first`},
 		{longName, ReasonInvalidName, "at most 63"},
+		{selectorTypo, ReasonInvalidSpec, "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantReason, func(t *testing.T) {

@@ -159,15 +159,18 @@ func (c *Controller) virtualNodeHandler() controller.Handler[*corev1.Node, strin
 		Keys:    physicalNodeKeys[*corev1.Node],
 		Filter:  func(node *corev1.Node) bool { return c.owns(node) },
 		Changed: func(oldNode, newNode *corev1.Node) bool {
-			return oldNode.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName] != newNode.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName] ||
+			return naming.PhysicalNodeNameOf(oldNode) != naming.PhysicalNodeNameOf(newNode) ||
 				c.owns(oldNode) != c.owns(newNode)
 		},
 	}
 }
 
 // physicalNodeKeys maps a virtual object to the physical node it stands for.
-func physicalNodeKeys[T interface{ GetLabels() map[string]string }](obj T) []string {
-	if name := obj.GetLabels()[kubeoceanv1alpha1.LabelPhysicalNodeName]; name != "" {
+func physicalNodeKeys[T interface {
+	GetLabels() map[string]string
+	GetAnnotations() map[string]string
+}](obj T) []string {
+	if name := naming.PhysicalNodeNameOf(obj); name != "" {
 		return []string{name}
 	}
 	return nil

@@ -30,7 +30,7 @@ func (c *Controller) reconcile(ctx context.Context, physicalName string) (contro
 	if err != nil {
 		return controller.Result{}, err
 	}
-	if node != nil && (!c.owns(node) || node.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName] != physicalName) {
+	if node != nil && (!c.owns(node) || naming.PhysicalNodeNameOf(node) != physicalName) {
 		node = nil
 	}
 	physical, err := orNil(c.physicalCSINodes.Get(physicalName))
@@ -73,7 +73,10 @@ func (c *Controller) mirror(current *storagev1.CSINode, node *corev1.Node, drive
 	}
 	csiNode.Labels[kubeoceanv1alpha1.LabelManagedBy] = kubeoceanv1alpha1.ManagedByKubeocean
 	csiNode.Labels[kubeoceanv1alpha1.LabelClusterID] = c.clusterID
-	csiNode.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName] = node.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName]
+	if csiNode.Annotations == nil {
+		csiNode.Annotations = map[string]string{}
+	}
+	naming.SetPhysicalNodeName(csiNode.Labels, csiNode.Annotations, naming.PhysicalNodeNameOf(node))
 	csiNode.OwnerReferences = withNodeOwner(csiNode.OwnerReferences, node)
 	var complete bool
 	csiNode.Spec.Drivers, complete = stepTowards(csiNode.Spec.Drivers, drivers, allocatableMutable)
@@ -191,6 +194,6 @@ func (c *Controller) deleteMirror(ctx context.Context, existing *storagev1.CSINo
 func (c *Controller) conflict(node *corev1.Node, existing *storagev1.CSINode) error {
 	c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonCSINodeConflict,
 		"CSINode %s exists and is not managed by kubeocean cluster %q; the CSI drivers of physical node %s are not mirrored",
-		existing.Name, c.clusterID, node.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName])
+		existing.Name, c.clusterID, naming.PhysicalNodeNameOf(node))
 	return controller.Terminal(fmt.Errorf("CSINode %s is not managed by kubeocean cluster %q; leaving it alone", existing.Name, c.clusterID))
 }

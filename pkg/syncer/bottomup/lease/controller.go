@@ -162,7 +162,7 @@ func (c *Controller) virtualNodeHandler() controller.Handler[*corev1.Node, strin
 		Keys:    func(node *corev1.Node) []string { return []string{node.Name} },
 		Filter:  c.ownsVirtualNode,
 		Changed: func(oldNode, newNode *corev1.Node) bool {
-			return oldNode.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName] != newNode.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName] ||
+			return naming.PhysicalNodeNameOf(oldNode) != naming.PhysicalNodeNameOf(newNode) ||
 				c.ownsVirtualNode(oldNode) != c.ownsVirtualNode(newNode)
 		},
 	}

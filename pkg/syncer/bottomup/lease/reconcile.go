@@ -15,6 +15,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 )
 
 // reconcile brings the Lease of the virtual node name in line: absent when
@@ -44,7 +45,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 			"lease %s is not managed by kubeocean cluster %q; leaving it alone", klog.KObj(lease), c.clusterID))
 	}
 
-	physicalName := node.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName]
+	physicalName := naming.PhysicalNodeNameOf(node)
 	ready := c.physicalNodeReady(physicalName)
 	now := c.clock.Now()
 	renew, wait := c.renewalDue(lease, now)

@@ -82,6 +82,9 @@ type Controller struct {
 	virtualPods            cache.Indexer
 	recorder               record.EventRecorder
 	clock                  clock.WithTicker
+	// frozen are the nodes left as they are while a spec they depend on
+	// cannot be evaluated.
+	frozen *frozenNodes
 }
 
 // New builds the controller and registers its event handlers.
@@ -105,6 +108,7 @@ func New(opts Options) (*Controller, error) {
 		virtualPods:   opts.VirtualPods.Informer().GetIndexer(),
 		recorder:      opts.Recorder,
 		clock:         opts.Clock,
+		frozen:        newFrozenNodes(),
 	}
 	c.Controller = controller.New(controller.Options[string]{
 		Name:      ControllerName,
@@ -193,12 +197,13 @@ func (c *Controller) allNodeKeys(*kubeoceanv1alpha1.ClusterBinding) []string {
 }
 
 // policyNodeKeys are exactly the nodes a policy change can affect: those
-// its selector picks and those it lends now.
+// its selector may pick (all of them when it cannot be parsed: the policy
+// freezes them) and those it lends now.
 func (c *Controller) policyNodeKeys(policy *kubeoceanv1alpha1.ResourceLeasingPolicy) []string {
 	keys := sets.New[string]()
 	if nodes, err := c.physicalNodes.List(labels.Everything()); err == nil {
 		for _, n := range nodes {
-			if selects(policy.Spec.NodeSelector, n) {
+			if maySelect(policy.Spec.NodeSelector, n) {
 				keys.Insert(n.Name)
 			}
 		}
@@ -227,7 +232,7 @@ func (c *Controller) drainingNodeKeys(pod *corev1.Pod) []string {
 }
 
 func physicalNameOf(vnode *corev1.Node) []string {
-	if name := vnode.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName]; name != "" {
+	if name := naming.PhysicalNodeNameOf(vnode); name != "" {
 		return []string{name}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 )
 
 // desiredNode is what Kubeocean wants a virtual node to have; fields it
@@ -53,7 +54,10 @@ func buildDesired(name string, in nodeInputs) desiredNode {
 	labels[kubeoceanv1alpha1.LabelManagedBy] = kubeoceanv1alpha1.ManagedByKubeocean
 	labels[kubeoceanv1alpha1.LabelClusterID] = in.clusterID
 	labels[kubeoceanv1alpha1.LabelClusterBinding] = in.binding.Name
-	labels[kubeoceanv1alpha1.LabelPhysicalNodeName] = in.physical.Name
+	annotations := map[string]string{
+		kubeoceanv1alpha1.AnnotationResourceLeasingPolicy: in.policy.Name,
+	}
+	naming.SetPhysicalNodeName(labels, annotations, in.physical.Name)
 
 	var taints []corev1.Taint
 	for _, t := range in.physical.Spec.Taints {
@@ -69,11 +73,9 @@ func buildDesired(name string, in nodeInputs) desiredNode {
 	}
 
 	return desiredNode{
-		name:   name,
-		labels: labels,
-		annotations: map[string]string{
-			kubeoceanv1alpha1.AnnotationResourceLeasingPolicy: in.policy.Name,
-		},
+		name:          name,
+		labels:        labels,
+		annotations:   annotations,
 		taints:        taints,
 		unschedulable: in.physical.Spec.Unschedulable,
 		status: corev1.NodeStatus{

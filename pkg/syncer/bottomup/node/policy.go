@@ -3,6 +3,7 @@ package node
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -31,7 +32,49 @@ func selects(selector *corev1.NodeSelector, node *corev1.Node) bool {
 func usable(policy *kubeoceanv1alpha1.ResourceLeasingPolicy, bindingName string) bool {
 	return policy.Spec.Cluster == bindingName &&
 		policy.DeletionTimestamp == nil &&
-		len(validation.ResourceLeasingPolicySpec(&policy.Spec)) == 0
+		validity.problems(policy) == ""
+}
+
+// validity memoizes policy validation. Each node reconcile looks at every
+// policy and validation loads the time zone, so with a thousand nodes the
+// same few specs would be validated thousands of times. Entries are keyed
+// by UID and resourceVersion, which no two different specs share, so one
+// memo serves every syncer of the process.
+var validity = &policyValidity{byVersion: map[string]string{}}
+
+// maxValidityEntries bounds the memo; it is cleared when full, which only
+// costs validating again.
+const maxValidityEntries = 4096
+
+type policyValidity struct {
+	mu        sync.Mutex
+	byVersion map[string]string
+}
+
+// problems is why policy's spec is invalid, or "" when it is valid.
+func (v *policyValidity) problems(policy *kubeoceanv1alpha1.ResourceLeasingPolicy) string {
+	if policy.ResourceVersion == "" { // not from an API server: nothing to key on
+		return validate(policy)
+	}
+	key := string(policy.UID) + "/" + policy.ResourceVersion
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if problems, ok := v.byVersion[key]; ok {
+		return problems
+	}
+	if len(v.byVersion) >= maxValidityEntries {
+		clear(v.byVersion)
+	}
+	problems := validate(policy)
+	v.byVersion[key] = problems
+	return problems
+}
+
+func validate(policy *kubeoceanv1alpha1.ResourceLeasingPolicy) string {
+	if errs := validation.ResourceLeasingPolicySpec(&policy.Spec); len(errs) > 0 {
+		return errs.ToAggregate().Error()
+	}
+	return ""
 }
 
 // choosePolicy picks, of the usable policies selecting node, the earliest

@@ -24,55 +24,78 @@ const drainRecheck = 10 * time.Second
 
 // sync reconciles the virtual twin of the physical node named key.
 func (c *Controller) sync(ctx context.Context, key string) (controller.Result, error) {
-	in, removeReason, err := c.inputs(key)
+	in, verdict, err := c.inputs(key)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	if removeReason != "" {
-		return c.remove(ctx, c.virtualNodeName(key), removeReason)
+	if verdict.freeze != "" {
+		return c.freeze(ctx, key, in.binding, verdict.freeze)
+	}
+	c.thaw(ctx, key)
+	if verdict.remove != "" {
+		return c.remove(ctx, c.virtualNodeName(key), verdict.remove)
 	}
 	return c.apply(ctx, in)
 }
 
-// inputs gathers what the virtual node is computed from, or says why the
-// physical node must not (any longer) have a virtual twin.
-func (c *Controller) inputs(key string) (nodeInputs, string, error) {
+// verdict is what inputs concluded besides the inputs themselves; the zero
+// value means the virtual node is applied from the inputs.
+type verdict struct {
+	// remove says why the physical node must not (any longer) have a
+	// virtual twin.
+	remove string
+	// freeze says why the node's fate cannot be evaluated now; it takes
+	// precedence over everything but an explicit deletion.
+	freeze string
+}
+
+// inputs gathers what the virtual node is computed from, or says why it is
+// removed or left as it is.
+func (c *Controller) inputs(key string) (nodeInputs, verdict, error) {
 	in := nodeInputs{clusterID: c.clusterID}
 	binding, err := c.bindings.Get(c.bindingName)
 	switch {
 	case apierrors.IsNotFound(err):
-		return in, "the ClusterBinding is gone", nil
+		return in, verdict{remove: "the ClusterBinding is gone"}, nil
 	case err != nil:
-		return in, "", err
+		return in, verdict{}, err
 	case binding.DeletionTimestamp != nil:
-		return in, "the ClusterBinding is being deleted", nil
+		return in, verdict{remove: "the ClusterBinding is being deleted"}, nil
 	}
 	in.binding = binding
+	// Before the physical node: with a selector that cannot be evaluated, a
+	// node missing from the (selector-scoped) cache says nothing either.
+	if reason := bindingSelectorInvalid(binding); reason != "" {
+		return in, verdict{freeze: reason}, nil
+	}
 
 	physical, err := c.physicalNodes.Get(key)
 	switch {
 	case apierrors.IsNotFound(err):
 		// The informer may be scoped by the binding's node selector, so a
 		// node that stops matching it leaves the cache too.
-		return in, "the physical node is gone or no longer matches the ClusterBinding's node selector", nil
+		return in, verdict{remove: "the physical node is gone or no longer matches the ClusterBinding's node selector"}, nil
 	case err != nil:
-		return in, "", err
+		return in, verdict{}, err
 	case physical.DeletionTimestamp != nil:
-		return in, "the physical node is being deleted", nil
+		return in, verdict{remove: "the physical node is being deleted"}, nil
 	case !selects(binding.Spec.NodeSelector, physical):
-		return in, "the ClusterBinding's node selector no longer selects the physical node", nil
+		return in, verdict{remove: "the ClusterBinding's node selector no longer selects the physical node"}, nil
 	}
 	in.physical = physical
 
 	policies, err := c.policies.List(labels.Everything())
 	if err != nil {
-		return in, "", err
+		return in, verdict{}, err
+	}
+	if reason := invalidPolicyFor(policies, c.bindingName, physical); reason != "" {
+		return in, verdict{freeze: reason}, nil
 	}
 	if in.policy = choosePolicy(policies, c.bindingName, physical); in.policy == nil {
-		return in, "no ResourceLeasingPolicy lends the physical node", nil
+		return in, verdict{remove: "no ResourceLeasingPolicy lends the physical node"}, nil
 	}
 	in.capacity = resources.Lendable(physical.Status.Allocatable, c.foreignUsage.Of(key), in.policy.Spec.ResourceLimits)
-	return in, "", nil
+	return in, verdict{}, nil
 }
 
 // apply creates or updates the virtual node, metadata and spec first, then
@@ -85,9 +108,7 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 		return controller.Result{}, err
 	}
 	if current != nil && !c.owns(current) {
-		c.recorder.Eventf(in.binding, corev1.EventTypeWarning, "NodeNameCollision",
-			"Node %s exists and is not Kubeocean's virtual node for %s; leaving it alone", name, in.physical.Name)
-		return controller.Result{}, controller.Terminal(fmt.Errorf("node %s exists and does not belong to cluster %s", name, c.clusterID))
+		return controller.Result{}, c.nameCollision(in, name)
 	}
 
 	requeue, err := c.windowTaint(&in, current)
@@ -100,7 +121,7 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 		node := applyMetadata(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, desired)
 		node.Status = desired.status
 		if _, err := c.nodesClient.Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-			return controller.Result{}, err
+			return controller.Result{}, c.createFailed(ctx, in, name, err)
 		}
 		logger.Info("Created virtual node", "node", klog.KRef("", name), "physicalNode", in.physical.Name, "policy", in.policy.Name)
 		return controller.RequeueAfter(requeue), nil
@@ -161,4 +182,35 @@ func (c *Controller) windowTaint(in *nodeInputs, current *corev1.Node) (time.Dur
 func (c *Controller) owns(node *corev1.Node) bool {
 	return node.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean &&
 		node.Labels[kubeoceanv1alpha1.LabelClusterID] == c.clusterID
+}
+
+// EventNodeNameCollision is the reason of the Warning event on the binding
+// when a Node that is not Kubeocean's holds a virtual node's name.
+const EventNodeNameCollision = "NodeNameCollision"
+
+// nameCollision reports a foreign Node holding the virtual node's name. It
+// is terminal: only a person can resolve it; the physical node's next
+// change, or the binding's, looks again.
+func (c *Controller) nameCollision(in nodeInputs, name string) error {
+	c.recorder.Eventf(in.binding, corev1.EventTypeWarning, EventNodeNameCollision,
+		"Node %s exists and is not Kubeocean's virtual node for %s; leaving it alone", name, in.physical.Name)
+	return controller.Terminal(fmt.Errorf("node %s exists and does not belong to cluster %s", name, c.clusterID))
+}
+
+// createFailed explains a failed create. AlreadyExists with nothing in the
+// lister is either our node not yet seen, or a Node the label-scoped
+// lister cannot see: one GET tells them apart, so a foreign Node gives an
+// event instead of a retry loop.
+func (c *Controller) createFailed(ctx context.Context, in nodeInputs, name string, err error) error {
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing, getErr := c.nodesClient.Nodes().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case getErr != nil:
+		return fmt.Errorf("node %s already exists and cannot be read: %w", name, getErr)
+	case !c.owns(existing):
+		return c.nameCollision(in, name)
+	}
+	return err // ours: the informer catches up and the retry updates it
 }

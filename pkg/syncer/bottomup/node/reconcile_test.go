@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 )
 
 const vnode = "vnode-cls-1-node-a"
@@ -361,4 +363,48 @@ func TestKubeoceanPodsDoNotReduceCapacity(t *testing.T) {
 	if got := f.virtualNode(vnode).Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("8")) != 0 {
 		t.Fatalf("cpu = %v, want all 8: Kubeocean's pods run on what was lent", got)
 	}
+}
+
+// A foreign Node the label-scoped lister cannot see makes the create fail
+// with AlreadyExists: one GET shows it is not ours, which is reported and
+// not retried.
+func TestInvisibleForeignNodeWithOurNameIsReportedNotRetried(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	if _, err := f.virtual.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: vnode}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.virtual.ClearActions() // the lister is not refreshed: it cannot see the node
+	_, err := f.c.sync(t.Context(), "node-a")
+	if !controller.IsTerminal(err) {
+		t.Fatalf("sync = %v, want a terminal error", err)
+	}
+	wantWrites(t, f, "create nodes")
+	if ev := <-f.recorder.Events; !strings.Contains(ev, EventNodeNameCollision) {
+		t.Fatalf("event %q", ev)
+	}
+}
+
+// A physical node name longer than a label value is mirrored: the virtual
+// node's name is hashed, the annotation holds the name, the label is left
+// out, and every reader finds the physical node through the annotation.
+func TestLongPhysicalNodeNameIsMirrored(t *testing.T) {
+	long := strings.Repeat("n", 100) + ".example.com"
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow))
+	f.add(f.physicalNodes, physicalNode(long, nil))
+	f.sync(long)
+	wantWrites(t, f, "create nodes")
+	n := f.virtualNode(naming.VirtualNodeName(testClusterID, long))
+	if _, ok := n.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName]; ok {
+		t.Errorf("label %s set to a value longer than 63", kubeoceanv1alpha1.LabelPhysicalNodeName)
+	}
+	if got := physicalNameOf(n); len(got) != 1 || got[0] != long {
+		t.Fatalf("physical name read back = %v", got)
+	}
+	f.sync(long)
+	wantWrites(t, f) // idempotent
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -112,6 +113,16 @@ func TestEvaluate(t *testing.T) {
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyFailed,
 			activeReason: ReasonInvalidSpec,
 			invalid:      `spec.timeZone: Invalid value: "Mars/Olympus_Mons"`,
+		},
+		{
+			name: "a selector the syncer cannot parse is invalid",
+			spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b", NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "cores", Operator: corev1.NodeSelectorOpGt, Values: []string{"big"}}},
+			}}}},
+			now:          monday10,
+			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyFailed,
+			activeReason: ReasonInvalidSpec,
+			invalid:      "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]",
 		},
 		{
 			name:         "a malformed window is invalid",

@@ -31,6 +31,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 )
 
 // Name names the controller, its queue and its metrics.
@@ -261,7 +262,7 @@ func podNodeName(obj any) ([]string, error) {
 func (c *Controller) isOurNode(node *corev1.Node) bool {
 	return node.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean &&
 		node.Labels[kubeoceanv1alpha1.LabelClusterID] == c.clusterID &&
-		node.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName] != ""
+		naming.PhysicalNodeNameOf(node) != ""
 }
 
 // physicalNodeOf is the physical node behind the virtual node pod is bound
@@ -274,7 +275,7 @@ func (c *Controller) physicalNodeOf(pod *corev1.Pod) (string, bool) {
 	if err != nil || !c.isOurNode(node) {
 		return "", false
 	}
-	return node.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName], true
+	return naming.PhysicalNodeNameOf(node), true
 }
 
 func (c *Controller) onOurNode(pod *corev1.Pod) bool {
