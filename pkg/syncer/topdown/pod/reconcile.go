@@ -20,14 +20,11 @@ import (
 // it.
 type mapping struct {
 	// namespace and name are where the physical pod is: the mount
-	// namespace and the mapped name, or where the annotations say when
-	// they name another place (elsewhere).
+	// namespace and the mapped name, or the place the annotations name
+	// when it is another (a pod mapped before the binding's mount
+	// namespace changed, or by someone else). Such a pod is never synced,
+	// but its deletion is carried to that place.
 	namespace, name string
-	// elsewhere: the annotations name another place than this binding
-	// would choose (a pod mapped before the binding's mount namespace
-	// changed, or by someone else). Such a pod is never synced, but its
-	// deletion is carried to the place the annotations name.
-	elsewhere bool
 	// recorded: the virtual pod's annotations name the physical pod, so
 	// it may exist. They are written before the physical pod is created,
 	// so that the bottom-up side never sees a physical pod its virtual pod
@@ -58,7 +55,7 @@ func (c *Controller) mappingOf(virtual *corev1.Pod) (mapping, error) {
 	}
 	expected := m.name
 	if namespace != "" && name != "" {
-		m.namespace, m.name, m.elsewhere = namespace, name, true
+		m.namespace, m.name = namespace, name
 	} else {
 		// Half a mapping names no place to delete from; were a physical
 		// pod made under our name, the bottom-up side deletes it once
