@@ -3,6 +3,7 @@ package syncer
 import (
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/csinode"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/lease"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
@@ -71,9 +72,9 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		return nil, err
 	}
 	pods, err := podstatus.New(podstatus.Options{
-		ClusterID: clusterID, MountNamespace: e.binding.Spec.MountNamespace,
+		ClusterID: clusterID, BindingUID: e.binding.UID, MountNamespace: e.binding.Spec.MountNamespace,
 		PhysicalClient: e.physical.Kube.CoreV1(), VirtualClient: e.virtual.Kube.CoreV1(),
-		PhysicalPods: ph.Kube(managedPodScope(e.binding.Spec.MountNamespace)).Core().V1().Pods(),
+		PhysicalPods: ph.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods(),
 		VirtualPods:  virtualPods,
 		Recorder:     e.physicalRecorder, Metrics: p.Metrics,
 	})
@@ -81,11 +82,11 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		return nil, err
 	}
 	unbinding, err := unbind.New(unbind.Options{
-		BindingName: e.binding.Name, ClusterID: clusterID, MountNamespace: e.binding.Spec.MountNamespace,
+		BindingName: e.binding.Name, ClusterID: clusterID, BindingUID: e.binding.UID, MountNamespace: e.binding.Spec.MountNamespace,
 		VirtualKube: e.virtual.Kube, PhysicalKube: e.physical.Kube,
 		VirtualKubeocean: e.virtual.Kubeocean, PhysicalKubeocean: e.physical.Kubeocean,
 		Bindings: bindings, VirtualNodes: virtualNodes, Policies: policies,
-		ManagedPods: ph.Kube(managedPodScope(e.binding.Spec.MountNamespace)).Core().V1().Pods(),
+		ManagedPods: ph.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods(),
 		Recorder:    p.Recorder, Metrics: p.Metrics,
 	})
 	if err != nil {

@@ -9,12 +9,13 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/resources"
 )
 
 // The scopes of the syncer's informers. Everything cached from the physical
-// cluster is either Kubeocean's own (managed pods in the mount namespace,
-// policies), or selected like the binding selects (nodes, where a label
+// cluster is either the binding's own (its pods and copies in the mount
+// namespace, by its identity labels; policies), or selected like the binding selects (nodes, where a label
 // selector can say it) and slimmed to what the controllers read (nodes,
 // foreign pods), so memory follows what Kubeocean manages rather than the
 // cluster's size.
@@ -35,11 +36,12 @@ func ownedScope(clusterID, namespace string) informers.Scope {
 	}
 }
 
-func managedPodScope(mountNamespace string) informers.Scope {
-	return informers.Scope{
-		Namespace:     mountNamespace,
-		LabelSelector: kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean,
-	}
+// boundScope selects what this binding made in the physical cluster's mount
+// namespace (pods, copies, token Secrets): its identity, not merely
+// managed-by, so that another binding sharing the namespace (of this or of
+// another virtual cluster) is not even cached, let alone acted on.
+func boundScope(owner ownership.Owner, mountNamespace string) informers.Scope {
+	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector()}
 }
 
 // foreignPodScope: pods Kubeocean does not run that hold resources on a node,

@@ -4,6 +4,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/configmap"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
@@ -18,26 +19,27 @@ func markedScope(clusterID string) informers.Scope {
 	return informers.Scope{LabelSelector: kubeoceanv1alpha1.SyncedByLabel(clusterID)}
 }
 
-// physicalPVScope selects the PersistentVolumes Kubeocean copied.
-func physicalPVScope() informers.Scope {
-	return informers.Scope{LabelSelector: kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean}
+// physicalPVScope selects the PersistentVolumes this binding copied.
+func physicalPVScope(owner ownership.Owner) informers.Scope {
+	return informers.Scope{LabelSelector: owner.Selector()}
 }
 
 // topDownControllers builds the virtual → physical controllers: pods and
 // the ConfigMaps, Secrets, PVCs and PVs they use.
 func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	clusterID, mount := e.binding.Spec.ClusterID, e.binding.Spec.MountNamespace
+	owner, uid := ownership.Of(e.binding), e.binding.UID
 	p := e.process
 	v, ph := e.virtualInformers, e.physicalInformers
 
 	marked := v.Kube(markedScope(clusterID)).Core().V1()
-	copies := ph.Kube(managedPodScope(mount)).Core().V1()
-	physicalPVs := ph.Kube(physicalPVScope()).Core().V1().PersistentVolumes()
+	copies := ph.Kube(boundScope(owner, mount)).Core().V1()
+	physicalPVs := ph.Kube(physicalPVScope(owner)).Core().V1().PersistentVolumes()
 	virtualPods := v.Kube(informers.Scope{}).Core().V1().Pods()
 	virtualNodes := v.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
 
 	deps, err := dependents.New(dependents.Options{
-		ClusterID: clusterID, MountNamespace: mount,
+		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount,
 		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
 		VirtualConfigMaps: marked.ConfigMaps().Lister(), VirtualSecrets: marked.Secrets().Lister(),
 		VirtualPVCs: marked.PersistentVolumeClaims().Lister(), VirtualPVs: marked.PersistentVolumes().Lister(),
@@ -49,7 +51,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		return nil, err
 	}
 	pods, err := pod.New(pod.Options{
-		ClusterID: clusterID, MountNamespace: mount, VirtualAPIServer: e.opts.VirtualAPIServer,
+		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, VirtualAPIServer: e.opts.VirtualAPIServer,
 		VirtualClient: e.virtual.Kube.CoreV1(), PhysicalClient: e.physical.Kube.CoreV1(),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes,
 		PhysicalPods: copies.Pods(), PhysicalSecrets: copies.Secrets(),
@@ -59,7 +61,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		return nil, err
 	}
 	configMaps, err := configmap.New(configmap.Options{
-		ClusterID: clusterID, MountNamespace: mount, Syncer: deps,
+		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: copies.Pods(),
 		VirtualConfigMaps: marked.ConfigMaps(), PhysicalConfigMaps: copies.ConfigMaps(),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes, Metrics: p.Metrics,
 	})
@@ -67,7 +69,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		return nil, err
 	}
 	secrets, err := secret.New(secret.Options{
-		ClusterID: clusterID, MountNamespace: mount, Syncer: deps,
+		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: copies.Pods(),
 		VirtualSecrets: marked.Secrets(), PhysicalSecrets: copies.Secrets(),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes, VirtualPVs: marked.PersistentVolumes(), Metrics: p.Metrics,
 	})
@@ -75,7 +77,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		return nil, err
 	}
 	claims, err := pvc.New(pvc.Options{
-		ClusterID: clusterID, MountNamespace: mount, Syncer: deps,
+		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: copies.Pods(),
 		VirtualPVCs: marked.PersistentVolumeClaims(), PhysicalPVCs: copies.PersistentVolumeClaims(),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes, Metrics: p.Metrics,
 	})

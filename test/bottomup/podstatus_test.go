@@ -20,6 +20,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/events"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/podstatus"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -41,7 +42,7 @@ func TestPodStatus(t *testing.T) {
 	virtualKube, physicalKube := virtualCluster.Clientset(), physicalCluster.Clientset()
 	virtualNS, mountNS := "ps-virtual-"+suffix, "ps-mount-"+suffix
 	virtualNode, physicalNode := "ps-vnode-"+suffix, "ps-node-"+suffix
-	managed := map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
+	managed := podStatusOwner("ps-" + suffix).Stamp(nil)
 
 	// Virtual side: a namespace, a node object and the pod bound to it.
 	e.createNamespace(virtualKube, virtualNS)
@@ -132,6 +133,11 @@ func (podStatusEnv) mappedPod(mountNS, name, node string, labels map[string]stri
 // runPodStatusController wires the controller the way the syncer does:
 // physical pods scoped to the mount namespace and the managed-by label,
 // every virtual pod, events into the physical cluster.
+// podStatusOwner is the identity of the test binding clusterID's pods.
+func podStatusOwner(clusterID string) ownership.Owner {
+	return ownership.Owner{ClusterID: clusterID, BindingUID: types.UID("uid-" + clusterID)}
+}
+
 func (e podStatusEnv) runController(clusterID, mountNS string) {
 	t, ctx := e.t, e.ctx
 	t.Helper()
@@ -142,12 +148,13 @@ func (e podStatusEnv) runController(clusterID, mountNS string) {
 
 	c, err := podstatus.New(podstatus.Options{
 		ClusterID:      clusterID,
+		BindingUID:     podStatusOwner(clusterID).BindingUID,
 		MountNamespace: mountNS,
 		PhysicalClient: physicalKube.CoreV1(),
 		VirtualClient:  virtualKube.CoreV1(),
 		PhysicalPods: physical.Kube(informers.Scope{
 			Namespace:     mountNS,
-			LabelSelector: kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean,
+			LabelSelector: podStatusOwner(clusterID).Selector(),
 		}).Core().V1().Pods(),
 		VirtualPods: virtual.Kube(informers.Scope{}).Core().V1().Pods(),
 		Recorder:    recorder,

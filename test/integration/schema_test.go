@@ -87,6 +87,21 @@ func TestClusterIDIsImmutable(t *testing.T) {
 	}
 }
 
+// TestMountNamespaceIsImmutable: the pods and copies of a binding live in its
+// mount namespace; moving it would strand them there.
+func TestMountNamespaceIsImmutable(t *testing.T) {
+	client := dynamic.NewForConfigOrDie(virtualCluster.Config())
+	spec := bindingSpec()
+	spec["clusterID"] = "cls-mount"
+	created, err := client.Resource(bindingsGVR).Create(t.Context(), object("ClusterBinding", "immutable-mount", spec), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a valid ClusterBinding: %v", err)
+	}
+	created.Object["spec"].(map[string]any)["mountNamespace"] = "elsewhere"
+	_, err = client.Resource(bindingsGVR).Update(t.Context(), created, metav1.UpdateOptions{})
+	assertRejected(t, err, "spec.mountNamespace", "mountNamespace is immutable")
+}
+
 // TestSchemaRejectsBadPolicies does the same for ResourceLeasingPolicy.
 func TestSchemaRejectsBadPolicies(t *testing.T) {
 	client := dynamic.NewForConfigOrDie(physicalCluster.Config())

@@ -217,3 +217,13 @@ func (w *SyncerWorld) UpdatePolicy(t *testing.T, name string, mutate func(*kubeo
 		t.Fatalf("updating policy %s: %v", name, err)
 	}
 }
+
+// BindingUID is the UID of the world's ClusterBinding, which every physical
+// object its syncer makes carries; "" when it cannot be read.
+func (w *SyncerWorld) BindingUID(ctx context.Context) string {
+	b, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, w.Binding, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return string(b.UID)
+}

@@ -242,11 +242,12 @@ func (e *dependentsEnv) runControllers() *dependents.Syncer {
 	vm := virtual.Kube(informers.Scope{LabelSelector: kubeoceanv1alpha1.SyncedByLabel(e.clusterID)}).Core().V1()
 	pods := virtual.Kube(informers.Scope{}).Core().V1().Pods()
 	nodes := virtual.Kube(informers.Scope{LabelSelector: managed + "," + kubeoceanv1alpha1.LabelClusterID + "=" + e.clusterID}).Core().V1().Nodes()
-	pm := physical.Kube(informers.Scope{Namespace: e.mountNS, LabelSelector: managed}).Core().V1()
-	pvs := physical.Kube(informers.Scope{LabelSelector: managed}).Core().V1().PersistentVolumes()
+	owner := testOwner(e.clusterID)
+	pm := physical.Kube(informers.Scope{Namespace: e.mountNS, LabelSelector: owner.Selector()}).Core().V1()
+	pvs := physical.Kube(informers.Scope{LabelSelector: owner.Selector()}).Core().V1().PersistentVolumes()
 
 	s, err := dependents.New(dependents.Options{
-		ClusterID: e.clusterID, MountNamespace: e.mountNS, VirtualClient: e.virtualKube, PhysicalClient: e.physicalKube,
+		ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, VirtualClient: e.virtualKube, PhysicalClient: e.physicalKube,
 		VirtualConfigMaps: vm.ConfigMaps().Lister(), VirtualSecrets: vm.Secrets().Lister(),
 		VirtualPVCs: vm.PersistentVolumeClaims().Lister(), VirtualPVs: vm.PersistentVolumes().Lister(),
 		PhysicalConfigMaps: pm.ConfigMaps().Lister(), PhysicalSecrets: pm.Secrets().Lister(),
@@ -254,14 +255,14 @@ func (e *dependentsEnv) runControllers() *dependents.Syncer {
 		Recorder: recorder,
 	})
 	e.must(nil, err)
-	cms, err := configmap.New(configmap.Options{ClusterID: e.clusterID, MountNamespace: e.mountNS, Syncer: s,
+	cms, err := configmap.New(configmap.Options{ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, Syncer: s, PhysicalPods: pm.Pods(),
 		VirtualConfigMaps: vm.ConfigMaps(), PhysicalConfigMaps: pm.ConfigMaps(), VirtualPods: pods, VirtualNodes: nodes, GracePeriod: dependentsGrace})
 	e.must(nil, err)
-	secrets, err := secret.New(secret.Options{ClusterID: e.clusterID, MountNamespace: e.mountNS, Syncer: s,
+	secrets, err := secret.New(secret.Options{ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, Syncer: s, PhysicalPods: pm.Pods(),
 		VirtualSecrets: vm.Secrets(), PhysicalSecrets: pm.Secrets(), VirtualPods: pods, VirtualNodes: nodes,
 		VirtualPVs: vm.PersistentVolumes(), GracePeriod: dependentsGrace})
 	e.must(nil, err)
-	claims, err := pvc.New(pvc.Options{ClusterID: e.clusterID, MountNamespace: e.mountNS, Syncer: s,
+	claims, err := pvc.New(pvc.Options{ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, Syncer: s, PhysicalPods: pm.Pods(),
 		VirtualPVCs: vm.PersistentVolumeClaims(), PhysicalPVCs: pm.PersistentVolumeClaims(), VirtualPods: pods, VirtualNodes: nodes, GracePeriod: dependentsGrace})
 	e.must(nil, err)
 	volumes, err := pv.New(pv.Options{ClusterID: e.clusterID, Syncer: s,

@@ -24,6 +24,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/events"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/podstatus"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
@@ -176,6 +177,12 @@ func (e *podEnv) virtualNodeObject() *corev1.Node {
 	}
 }
 
+// testOwner is the identity of the physical objects of the test binding
+// clusterID, whose controllers run without a ClusterBinding object.
+func testOwner(clusterID string) ownership.Owner {
+	return ownership.Owner{ClusterID: clusterID, BindingUID: types.UID("uid-" + clusterID)}
+}
+
 // runControllers wires the controllers the way the syncer does and runs
 // them until the test ends.
 func (e *podEnv) runControllers() {
@@ -187,12 +194,13 @@ func (e *podEnv) runControllers() {
 
 	managed := kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean
 	marked := informers.Scope{LabelSelector: kubeoceanv1alpha1.SyncedByLabel(e.clusterID)}
-	copies := informers.Scope{Namespace: e.mountNS, LabelSelector: managed}
+	owner := testOwner(e.clusterID)
+	copies := informers.Scope{Namespace: e.mountNS, LabelSelector: owner.Selector()}
 	ours := informers.Scope{LabelSelector: managed + "," + kubeoceanv1alpha1.LabelClusterID + "=" + e.clusterID}
 
-	v, vm, p, pm := virtual.Kube(informers.Scope{}).Core().V1(), virtual.Kube(marked).Core().V1(), physical.Kube(copies).Core().V1(), physical.Kube(informers.Scope{LabelSelector: managed}).Core().V1()
+	v, vm, p, pm := virtual.Kube(informers.Scope{}).Core().V1(), virtual.Kube(marked).Core().V1(), physical.Kube(copies).Core().V1(), physical.Kube(informers.Scope{LabelSelector: owner.Selector()}).Core().V1()
 	deps, err := dependents.New(dependents.Options{
-		ClusterID: e.clusterID, MountNamespace: e.mountNS, VirtualClient: e.virtualKube, PhysicalClient: e.physicalKube,
+		ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, VirtualClient: e.virtualKube, PhysicalClient: e.physicalKube,
 		VirtualConfigMaps: vm.ConfigMaps().Lister(), VirtualSecrets: vm.Secrets().Lister(),
 		VirtualPVCs: vm.PersistentVolumeClaims().Lister(), VirtualPVs: vm.PersistentVolumes().Lister(),
 		PhysicalConfigMaps: p.ConfigMaps().Lister(), PhysicalSecrets: p.Secrets().Lister(),
@@ -207,7 +215,7 @@ func (e *podEnv) runControllers() {
 		t.Fatal(err)
 	}
 	pods, err := pod.New(pod.Options{
-		ClusterID: e.clusterID, MountNamespace: e.mountNS, VirtualAPIServer: apiServer.Host,
+		ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, VirtualAPIServer: apiServer.Host,
 		VirtualClient: e.virtualKube.CoreV1(), PhysicalClient: e.physicalKube.CoreV1(),
 		VirtualPods: v.Pods(), VirtualNodes: virtual.Kube(ours).Core().V1().Nodes(),
 		PhysicalPods: p.Pods(), PhysicalSecrets: p.Secrets(),
@@ -217,7 +225,7 @@ func (e *podEnv) runControllers() {
 		t.Fatal(err)
 	}
 	statuses, err := podstatus.New(podstatus.Options{
-		ClusterID: e.clusterID, MountNamespace: e.mountNS,
+		ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS,
 		PhysicalClient: e.physicalKube.CoreV1(), VirtualClient: e.virtualKube.CoreV1(),
 		PhysicalPods: p.Pods(), VirtualPods: v.Pods(), Recorder: physicalRecorder,
 	})

@@ -14,13 +14,20 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/syncer"
+	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
 // lendNode starts a syncer for a new binding and lends it one kwok node.
 func lendNode(t *testing.T, binding, clusterID string) *testenv.SyncerWorld {
 	t.Helper()
-	w := testenv.StartSyncer(t, virtualCluster, physicalCluster, binding, clusterID,
+	return lendNodeFrom(t, virtualCluster, binding, clusterID)
+}
+
+// lendNodeFrom is lendNode for a binding in the virtual cluster virtual.
+func lendNodeFrom(t *testing.T, virtual *controlplane.Cluster, binding, clusterID string) *testenv.SyncerWorld {
+	t.Helper()
+	w := testenv.StartSyncer(t, virtual, physicalCluster, binding, clusterID,
 		syncer.Options{Workers: 2, PodWorkers: 8, PhysicalQPS: 200, PhysicalBurst: 400})
 	node := testenv.KwokNode(binding+"-node", "64", "256Gi", map[string]string{"suite": binding})
 	node.Status.Capacity[corev1.ResourcePods] = resource.MustParse("500")

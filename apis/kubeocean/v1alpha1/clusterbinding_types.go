@@ -50,11 +50,15 @@ type ClusterBindingSpec struct {
 	NodeSelector *corev1.NodeSelector `json:"nodeSelector,omitempty"`
 
 	// MountNamespace is the namespace in the physical cluster where the pods
-	// and their dependents are created.
+	// and their dependents are created. It may never change: the pods and
+	// copies already made there would no longer be where the syncer looks,
+	// so they could neither be kept in step nor cleaned up. Bind again (a
+	// new binding) to move to another namespace.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="mountNamespace must be a valid namespace name: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="mountNamespace is immutable"
 	MountNamespace string `json:"mountNamespace"`
 
 	// ServiceNamespaces are virtual-cluster namespaces whose services the

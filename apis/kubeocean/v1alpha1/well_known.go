@@ -28,6 +28,15 @@ const (
 	// through naming.PhysicalNodeNameOf.
 	AnnotationPhysicalNodeName = "kubeocean.io/physical-node-name"
 
+	// LabelBindingUID on every object a syncer creates in the physical
+	// cluster carries the UID of the ClusterBinding it serves, next to
+	// LabelClusterID. The cluster ID is unique only within one virtual
+	// cluster (the manager checks that); two virtual clusters may each
+	// bind the same physical cluster under the same cluster ID and mount
+	// namespace. The binding's UID is unique across them, so a syncer
+	// selects, keeps in step and deletes only objects with its own UID.
+	LabelBindingUID = "kubeocean.io/binding-uid"
+
 	// AnnotationResourceLeasingPolicy on a virtual node names the policy
 	// that lends it; a deleted policy keeps its finalizer until no virtual
 	// node names it any more.

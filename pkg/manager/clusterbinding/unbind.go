@@ -112,10 +112,12 @@ func leftovers(b *kubeoceanv1alpha1.ClusterBinding) string {
 	id := b.Spec.ClusterID
 	return fmt.Sprintf("Unbinding forced by %s=true: the syncer's cleanup was skipped, so what it created may be left behind: "+
 		"in the virtual cluster, nodes labelled %s=%s, and the finalizer %s and label %s on pods, ConfigMaps, Secrets, PVCs and PVs "+
-		"(remove the finalizer by hand or those objects cannot be deleted); in the physical cluster, objects labelled %s=%s in namespace %s, "+
+		"(remove the finalizer by hand or those objects cannot be deleted); in the physical cluster, objects labelled %s=%s in namespace %s and PVs with that label "+
+		"(objects of older versions: labelled %s=%s without %s), "+
 		"and the finalizer %s on ResourceLeasingPolicies with spec.cluster=%s.",
 		kubeoceanv1alpha1.AnnotationForceUnbind,
 		kubeoceanv1alpha1.LabelClusterID, id, kubeoceanv1alpha1.Finalizer(id), kubeoceanv1alpha1.SyncedByLabel(id),
-		kubeoceanv1alpha1.LabelManagedBy, kubeoceanv1alpha1.ManagedByKubeocean, b.Spec.MountNamespace,
+		kubeoceanv1alpha1.LabelBindingUID, b.UID, b.Spec.MountNamespace,
+		kubeoceanv1alpha1.LabelManagedBy, kubeoceanv1alpha1.ManagedByKubeocean, kubeoceanv1alpha1.LabelBindingUID,
 		kubeoceanv1alpha1.FinalizerResourceLeasingPolicy, b.Name)
 }

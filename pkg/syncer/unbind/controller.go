@@ -10,6 +10,7 @@ package unbind
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -20,6 +21,7 @@ import (
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions/kubeocean/v1alpha1"
 	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -28,6 +30,11 @@ const ControllerName = "syncer-unbind"
 // Options are the dependencies of the controller.
 type Options struct {
 	BindingName, ClusterID, MountNamespace string
+	// BindingUID, with ClusterID, is the identity of the binding's physical
+	// objects (package ownership): unbinding waits for and sweeps only
+	// those, never another binding's sharing the physical cluster or even
+	// the mount namespace.
+	BindingUID types.UID
 
 	// Virtual and physical clients; the sweep lists and deletes across
 	// kinds, so it takes the whole clientsets.
@@ -37,7 +44,7 @@ type Options struct {
 	Bindings     kubeoceaninformers.ClusterBindingInformer // virtual, this binding only
 	VirtualNodes corev1informers.NodeInformer              // this binding's virtual nodes
 	Policies     kubeoceaninformers.ResourceLeasingPolicyInformer
-	ManagedPods  corev1informers.PodInformer // physical, mount namespace, Kubeocean's
+	ManagedPods  corev1informers.PodInformer // physical, mount namespace, the binding's
 
 	Recorder record.EventRecorder // virtual cluster
 	Metrics  *controller.Metrics
@@ -48,6 +55,7 @@ type Controller struct {
 	*controller.Controller[string]
 
 	opts         Options
+	owner        ownership.Owner
 	bindings     kubeoceanlisters.ClusterBindingLister
 	virtualNodes corev1listers.NodeLister
 	policies     kubeoceanlisters.ResourceLeasingPolicyLister
@@ -58,6 +66,7 @@ type Controller struct {
 func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		opts:         opts,
+		owner:        ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
 		bindings:     opts.Bindings.Lister(),
 		virtualNodes: opts.VirtualNodes.Lister(),
 		policies:     opts.Policies.Lister(),

@@ -40,11 +40,13 @@ func uidPrecondition(obj metav1.Object) metav1.DeleteOptions {
 func byLabel(selector string) metav1.ListOptions { return metav1.ListOptions{LabelSelector: selector} }
 
 // physicalKinds: the copies the top-down side makes. Namespaced copies live
-// in the mount namespace; a PersistentVolume belongs to the binding whose
-// mount namespace holds its claim.
+// in the mount namespace; everything the binding made carries its identity
+// (the listing selects on it, belongs checks it again), so another binding's
+// copies in the same namespace, or PVs whose claims live there, are never
+// swept.
 func (c *Controller) physicalKinds() []kindOps {
 	core, ns := c.opts.PhysicalKube.CoreV1(), c.opts.MountNamespace
-	inMount := func(obj metav1.Object) bool { return obj.GetNamespace() == ns }
+	inMount := func(obj metav1.Object) bool { return obj.GetNamespace() == ns && c.owner.Owns(obj) }
 	return []kindOps{
 		{kind: "ConfigMap", belongs: inMount,
 			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
@@ -82,7 +84,7 @@ func (c *Controller) physicalKinds() []kindOps {
 		{kind: "PersistentVolume",
 			belongs: func(o metav1.Object) bool {
 				pv, ok := o.(*corev1.PersistentVolume)
-				return ok && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns
+				return ok && c.owner.Owns(pv) && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns
 			},
 			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
 				l, err := core.PersistentVolumes().List(ctx, byLabel(s))

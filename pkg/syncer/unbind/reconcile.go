@@ -77,7 +77,10 @@ func (c *Controller) waitingFor() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(pods) > 0 {
+	// The informer holds only the binding's pods; the check keeps a wider
+	// one from making unbinding wait for pods of another binding, which
+	// nothing here would ever delete.
+	if slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return c.owner.Owns(p) }) {
 		return "physical pods to be deleted", nil
 	}
 	return "", nil

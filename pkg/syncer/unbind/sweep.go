@@ -22,9 +22,8 @@ import (
 func (c *Controller) sweep(ctx context.Context) error {
 	// Before the virtual Secrets lose the used-by-pv mark that finds them.
 	errs := []error{c.deleteCSISecretCopies(ctx)}
-	managed := kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean
 	for _, ops := range c.physicalKinds() {
-		objs, err := ops.list(ctx, managed)
+		objs, err := ops.list(ctx, c.owner.Selector())
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -95,7 +94,8 @@ func (c *Controller) unmark(ctx context.Context, ops kindOps, obj metav1.Object)
 // binding marked as CSI node-publish Secrets of its volumes. Those copies
 // keep the Secret's own namespace and name instead of living in the mount
 // namespace, so the mount-namespace sweep does not reach them. A physical
-// Secret there that is not our copy of that virtual Secret is left alone.
+// Secret there that is not this binding's copy of that virtual Secret
+// (another binding's copy of the same Secret included) is left alone.
 func (c *Controller) deleteCSISecretCopies(ctx context.Context) error {
 	selector := kubeoceanv1alpha1.SyncedByLabel(c.opts.ClusterID) + "," + kubeoceanv1alpha1.LabelUsedByPV
 	virtual, err := c.opts.VirtualKube.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -113,7 +113,7 @@ func (c *Controller) deleteCSISecretCopies(ctx context.Context) error {
 			continue
 		}
 		annotations := physical.Annotations
-		if physical.Labels[kubeoceanv1alpha1.LabelManagedBy] != kubeoceanv1alpha1.ManagedByKubeocean ||
+		if !c.owner.Owns(physical) ||
 			annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace] != secret.Namespace ||
 			annotations[kubeoceanv1alpha1.AnnotationVirtualName] != secret.Name {
 			continue

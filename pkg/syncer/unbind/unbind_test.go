@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -16,12 +17,22 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 const (
 	bindingName = "worker-1"
 	clusterID   = "cls-1"
+	bindingUID  = types.UID("binding-uid")
 	mount       = "mount"
+)
+
+// owner is the identity of the binding's physical objects; otherBinding a
+// binding of another virtual cluster with the same cluster ID, sharing
+// the physical cluster and the mount namespace.
+var (
+	owner        = ownership.Owner{ClusterID: clusterID, BindingUID: bindingUID}
+	otherBinding = ownership.Owner{ClusterID: clusterID, BindingUID: "other-binding-uid"}
 )
 
 type fixture struct {
@@ -47,7 +58,7 @@ func newFixture(t *testing.T, binding *kubeoceanv1alpha1.ClusterBinding, virtual
 	vKube := kubeinformers.NewSharedInformerFactory(f.virtualKube, 0)
 	pKube := kubeinformers.NewSharedInformerFactory(f.physicalKube, 0)
 	opts := Options{
-		BindingName: bindingName, ClusterID: clusterID, MountNamespace: mount,
+		BindingName: bindingName, ClusterID: clusterID, BindingUID: bindingUID, MountNamespace: mount,
 		VirtualKube: f.virtualKube, PhysicalKube: f.physicalKube,
 		VirtualKubeocean: f.virtualOcean, PhysicalKubeocean: f.physicalOcean,
 		Bindings:     vOcean.Kubeocean().V1alpha1().ClusterBindings(),
@@ -86,7 +97,7 @@ func (f *fixture) binding(t *testing.T) *kubeoceanv1alpha1.ClusterBinding {
 }
 
 func newBinding(deleting bool, finalizers ...string) *kubeoceanv1alpha1.ClusterBinding {
-	b := &kubeoceanv1alpha1.ClusterBinding{ObjectMeta: metav1.ObjectMeta{Name: bindingName, Finalizers: finalizers, ResourceVersion: "1"}}
+	b := &kubeoceanv1alpha1.ClusterBinding{ObjectMeta: metav1.ObjectMeta{Name: bindingName, UID: bindingUID, Finalizers: finalizers, ResourceVersion: "1"}}
 	if deleting {
 		b.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	}
@@ -122,10 +133,9 @@ func TestUnbindingWaitsThenSweepsAndReleases(t *testing.T) {
 	virtualCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "settings", Labels: syncedLabels,
 		Finalizers:  []string{kubeoceanv1alpha1.Finalizer(clusterID), "someone.else/keep"},
 		Annotations: map[string]string{kubeoceanv1alpha1.AnnotationPhysicalName: "settings-abc", "user": "note"}}}
-	managed := map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
-	physicalCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: mount, Name: "settings-abc", Labels: managed}}
-	otherBinding := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other-mount", Name: "x", Labels: managed}}
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-abc", Labels: managed},
+	physicalCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: mount, Name: "settings-abc", Labels: owner.Stamp(nil)}}
+	otherBinding := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other-mount", Name: "x", Labels: owner.Stamp(nil)}}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-abc", Labels: owner.Stamp(nil)},
 		Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: mount, Name: "data-abc"}}}
 	policy := &kubeoceanv1alpha1.ResourceLeasingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1",
 		Finalizers: []string{kubeoceanv1alpha1.FinalizerResourceLeasingPolicy}}, Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: bindingName}}
@@ -191,7 +201,7 @@ func TestUnbindingDeletesCSISecretCopies(t *testing.T) {
 		}, Finalizers: []string{kubeoceanv1alpha1.Finalizer(clusterID)}}}
 	}
 	ours := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "storage", Name: "disk-creds", UID: "copy-uid",
-		Labels: map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean},
+		Labels: owner.Stamp(nil),
 		Annotations: map[string]string{
 			kubeoceanv1alpha1.AnnotationVirtualNamespace: "storage", kubeoceanv1alpha1.AnnotationVirtualName: "disk-creds",
 		}}}
@@ -216,5 +226,47 @@ func TestUnbindingDeletesCSISecretCopies(t *testing.T) {
 		if len(secret.Labels) != 0 || len(secret.Finalizers) != 0 {
 			t.Errorf("virtual Secret %s still marked: %+v", name, secret.ObjectMeta)
 		}
+	}
+}
+
+// Another virtual cluster binds the same physical cluster with the same
+// cluster ID and mount namespace. Unbinding ours neither waits for its pods
+// nor sweeps its copies, PVs or CSI Secret copies; objects an older version
+// made without an identity are not provably ours and stay too.
+func TestUnbindingLeavesAnotherBindingsObjects(t *testing.T) {
+	theirMapping := map[string]string{kubeoceanv1alpha1.AnnotationVirtualNamespace: "storage", kubeoceanv1alpha1.AnnotationVirtualName: "disk-creds"}
+	legacy := map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
+	physical := []runtime.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: mount, Name: "settings-abc", Labels: otherBinding.Stamp(nil)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: mount, Name: "web-123-token", Labels: otherBinding.Stamp(nil)}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: mount, Name: "data-abc", Labels: otherBinding.Stamp(nil)}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-abc", Labels: otherBinding.Stamp(nil)},
+			Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: mount, Name: "data-abc"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "storage", Name: "disk-creds", Labels: otherBinding.Stamp(nil), Annotations: theirMapping}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: mount, Name: "legacy-abc", Labels: legacy}},
+	}
+	// Our virtual Secret is marked as a CSI Secret, so unbinding looks at
+	// the physical Secret of that name: the other binding's copy.
+	marked := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "storage", Name: "disk-creds", Labels: map[string]string{
+		kubeoceanv1alpha1.LabelManagedBy:           kubeoceanv1alpha1.ManagedByKubeocean,
+		kubeoceanv1alpha1.SyncedByLabel(clusterID): "true",
+		kubeoceanv1alpha1.LabelUsedByPV:            "true",
+	}}}
+	f := newFixture(t, newBinding(true, kubeoceanv1alpha1.FinalizerClusterBindingSyncer), []runtime.Object{marked}, physical)
+	theirPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: mount, Name: "web-123", Labels: otherBinding.Stamp(nil)}}
+	if err := f.podStore.Add(theirPod); err != nil {
+		t.Fatal(err)
+	}
+	result, err := f.c.sync(t.Context(), bindingName)
+	if err != nil || result.RequeueAfter != 0 {
+		t.Fatalf("sync = %v, %v; want unbinding to finish without waiting for another binding's pod", result, err)
+	}
+	for _, action := range f.physicalKube.Actions() {
+		if action.GetVerb() == "delete" {
+			t.Errorf("unbinding deleted %s %v of another binding", action.GetResource().Resource, action)
+		}
+	}
+	if got := f.binding(t).Finalizers; len(got) != 0 {
+		t.Errorf("binding finalizers = %v, want the syncer's released", got)
 	}
 }

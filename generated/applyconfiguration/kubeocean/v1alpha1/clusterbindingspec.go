@@ -36,7 +36,10 @@ type ClusterBindingSpecApplyConfiguration struct {
 	// NodeSelector picks the physical nodes to lend; empty selects all nodes.
 	NodeSelector *v1.NodeSelector `json:"nodeSelector,omitempty"`
 	// MountNamespace is the namespace in the physical cluster where the pods
-	// and their dependents are created.
+	// and their dependents are created. It may never change: the pods and
+	// copies already made there would no longer be where the syncer looks,
+	// so they could neither be kept in step nor cleaned up. Bind again (a
+	// new binding) to move to another namespace.
 	MountNamespace *string `json:"mountNamespace,omitempty"`
 	// ServiceNamespaces are virtual-cluster namespaces whose services the
 	// synced pods may reach.

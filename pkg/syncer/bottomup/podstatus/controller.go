@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -19,6 +20,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // Name names the controller, its queue and its metrics.
@@ -29,6 +31,10 @@ const Name = "bottomup-podstatus"
 type Options struct {
 	// ClusterID is the binding's cluster ID; it shows in logs.
 	ClusterID string
+	// BindingUID, with ClusterID, is the identity of the binding's
+	// physical pods (package ownership): only pods carrying it are synced
+	// or deleted as orphans.
+	BindingUID types.UID
 	// MountNamespace is the physical namespace the binding's pods live in.
 	MountNamespace string
 	// PhysicalClient deletes orphaned physical pods.
@@ -36,8 +42,8 @@ type Options struct {
 	// VirtualClient confirms a missing virtual pod with a live GET, writes
 	// virtual pod status and patches the mapping annotations.
 	VirtualClient corev1client.PodsGetter
-	// PhysicalPods should be scoped to MountNamespace and the label
-	// kubeocean.io/managed-by=kubeocean; other pods are ignored anyway.
+	// PhysicalPods should be scoped to MountNamespace and the binding's
+	// identity (ownership.Owner.Selector); other pods are ignored anyway.
 	PhysicalPods corev1informers.PodInformer
 	// VirtualPods must include every virtual pod mapped to this binding.
 	VirtualPods corev1informers.PodInformer
@@ -56,6 +62,7 @@ type Controller struct {
 	*controller.Controller[cache.ObjectName]
 
 	clusterID      string
+	owner          ownership.Owner
 	mountNamespace string
 	physicalClient corev1client.PodsGetter
 	virtualClient  corev1client.PodsGetter
@@ -73,6 +80,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		clusterID:      opts.ClusterID,
+		owner:          ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
 		mountNamespace: opts.MountNamespace,
 		physicalClient: opts.PhysicalClient,
 		virtualClient:  opts.VirtualClient,
@@ -114,8 +122,8 @@ func New(opts Options) (*Controller, error) {
 
 func (o Options) validate() error {
 	var errs []error
-	if o.ClusterID == "" {
-		errs = append(errs, errors.New("ClusterID is required"))
+	if o.ClusterID == "" || o.BindingUID == "" {
+		errs = append(errs, errors.New("ClusterID and BindingUID are required"))
 	}
 	if o.MountNamespace == "" {
 		errs = append(errs, errors.New("MountNamespace is required"))
@@ -135,13 +143,16 @@ func (o Options) validate() error {
 	return nil
 }
 
-// isManaged tells the physical pods this controller owns: those Kubeocean
-// created in this binding's mount namespace. The informer is scoped to them
-// already; the check keeps a wider informer from making us delete foreign
-// pods.
+// isManaged tells the physical pods this controller owns: those this
+// binding created in its mount namespace, carrying its identity. Another
+// binding (of this or another virtual cluster) may share the namespace;
+// its pods name virtual pods we do not have, and would look orphaned. The
+// informer is scoped to our pods already; the check keeps a wider informer
+// from making us delete anyone else's. Pods of older versions, without an
+// identity, are left to the top-down side, which adopts those its virtual
+// pods prove to be ours.
 func (c *Controller) isManaged(pod *corev1.Pod) bool {
-	return pod.Namespace == c.mountNamespace &&
-		pod.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean
+	return pod.Namespace == c.mountNamespace && c.owner.Owns(pod)
 }
 
 // physicalKeys maps a virtual pod to the physical pod its annotations name,

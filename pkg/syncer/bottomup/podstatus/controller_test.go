@@ -17,13 +17,14 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 func TestNewValidates(t *testing.T) {
 	informer := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Pods()
 	client := kubefake.NewClientset().CoreV1()
 	valid := Options{
-		ClusterID: testClusterID, MountNamespace: mountNS,
+		ClusterID: testClusterID, BindingUID: testBinding, MountNamespace: mountNS,
 		PhysicalClient: client, VirtualClient: client,
 		PhysicalPods: informer, VirtualPods: informer,
 		Recorder: record.NewFakeRecorder(1),
@@ -54,17 +55,20 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestIsManaged(t *testing.T) {
-	c := &Controller{mountNamespace: mountNS}
+	c := &Controller{mountNamespace: mountNS, owner: testOwner}
+	otherVirtualCluster := ownership.Owner{ClusterID: testClusterID, BindingUID: "other-binding-uid"}
 	tests := []struct {
 		name      string
 		namespace string
 		labels    map[string]string
 		want      bool
 	}{
-		{"managed", mountNS, map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}, true},
+		{"ours", mountNS, testOwner.Stamp(nil), true},
+		{"another binding's, same cluster ID", mountNS, otherVirtualCluster.Stamp(nil), false},
+		{"older version's, without identity", mountNS, map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}, false},
 		{"no label", mountNS, nil, false},
 		{"other manager", mountNS, map[string]string{kubeoceanv1alpha1.LabelManagedBy: "someone-else"}, false},
-		{"other namespace", "default", map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}, false},
+		{"other namespace", "default", testOwner.Stamp(nil), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +124,7 @@ func TestRunEndToEnd(t *testing.T) {
 	physicalFactory := kubeinformers.NewSharedInformerFactory(physicalKube, resync)
 	virtualFactory := kubeinformers.NewSharedInformerFactory(virtualKube, resync)
 	c, err := New(Options{
-		ClusterID: testClusterID, MountNamespace: mountNS,
+		ClusterID: testClusterID, BindingUID: testBinding, MountNamespace: mountNS,
 		PhysicalClient: physicalKube.CoreV1(), VirtualClient: virtualKube.CoreV1(),
 		PhysicalPods: physicalFactory.Core().V1().Pods(), VirtualPods: virtualFactory.Core().V1().Pods(),
 		Recorder: record.NewFakeRecorder(10),

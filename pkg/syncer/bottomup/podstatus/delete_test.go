@@ -15,6 +15,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 func withAnnotation(pod *corev1.Pod, key, value string) *corev1.Pod {
@@ -168,6 +169,15 @@ func TestReconcileIgnores(t *testing.T) {
 	unlabelled.Labels = nil
 	elsewhere := physicalPod()
 	elsewhere.Namespace = "other"
+	// Another virtual cluster binds the same physical cluster with the
+	// same cluster ID and mount namespace: its pod names a virtual pod we
+	// do not have, so it looks orphaned, but it is not ours to delete.
+	otherBinding := physicalPod()
+	otherBinding.Labels = ownership.Owner{ClusterID: testClusterID, BindingUID: "other-binding-uid"}.Stamp(nil)
+	// Made by an older version, without a binding identity: not provably
+	// ours, so never deleted here.
+	legacy := physicalPod()
+	legacy.Labels = map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
 	tests := []struct {
 		name     string
 		physical []*corev1.Pod
@@ -177,6 +187,8 @@ func TestReconcileIgnores(t *testing.T) {
 		// The key names the mount namespace; a same-named pod elsewhere
 		// is not what it refers to.
 		{name: "outside the mount namespace", physical: pods(elsewhere)},
+		{name: "another binding's pod in the same namespace", physical: pods(otherBinding)},
+		{name: "an older version's pod without identity", physical: pods(legacy)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

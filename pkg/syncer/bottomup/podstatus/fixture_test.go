@@ -18,10 +18,14 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
+
+var testOwner = ownership.Owner{ClusterID: testClusterID, BindingUID: testBinding}
 
 const (
 	testClusterID = "c1"
+	testBinding   = types.UID("binding-uid")
 	mountNS       = "mount"
 	virtualNS     = "team-a"
 	virtualName   = "web"
@@ -61,7 +65,7 @@ func physicalPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: mountNS, Name: physicalName, UID: physicalUID, ResourceVersion: "20",
-			Labels: map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean},
+			Labels: testOwner.Stamp(nil),
 			Annotations: map[string]string{
 				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtualNS,
 				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
@@ -106,6 +110,7 @@ func newFixture(t *testing.T, physical, cached, live []*corev1.Pod) *fixture {
 	}
 	c, err := New(Options{
 		ClusterID:      testClusterID,
+		BindingUID:     testBinding,
 		MountNamespace: mountNS,
 		PhysicalClient: f.physicalKube.CoreV1(),
 		VirtualClient:  f.virtualKube.CoreV1(),

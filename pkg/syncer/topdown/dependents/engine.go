@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // object is a typed Kubernetes object, e.g. *corev1.ConfigMap.
@@ -155,12 +157,13 @@ func ensureMarked[T object](ctx context.Context, s *Syncer, k *kind[T], obj T, a
 	return marked, nil
 }
 
-// desiredCopy is the physical copy of virtual at at.
-func desiredCopy[T object](k *kind[T], virtual T, at location) T {
+// desiredCopy is the physical copy of virtual at at, with the binding's
+// identity.
+func desiredCopy[T object](s *Syncer, k *kind[T], virtual T, at location) T {
 	desired := k.content.build(virtual)
 	desired.SetNamespace(at.namespace)
 	desired.SetName(at.name)
-	desired.SetLabels(physicalLabels(virtual.GetLabels()))
+	desired.SetLabels(s.owner.Stamp(physicalLabels(virtual.GetLabels())))
 	desired.SetAnnotations(mappingAnnotations(virtual.GetNamespace(), virtual.GetName()))
 	return desired
 }
@@ -168,7 +171,7 @@ func desiredCopy[T object](k *kind[T], virtual T, at location) T {
 // ensureCopy makes the physical copy of virtual at at exist and match,
 // creating it, updating it or adopting an object that carries our mapping.
 func ensureCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual T, at location) error {
-	desired := desiredCopy(k, virtual, at)
+	desired := desiredCopy(s, k, virtual, at)
 	actual, err := k.physical.lookup(ctx, at.namespace, at.name)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -207,9 +210,9 @@ func createCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, d
 // attempt from a live read after a write conflict.
 func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, actual, desired T, retry bool) error {
 	logger := klog.FromContext(ctx).WithValues("kind", k.name, "virtual", klog.KObj(virtual), "physical", klog.KObj(actual))
-	if !ownedBy(actual, virtual.GetNamespace(), virtual.GetName()) {
+	if !s.mayUpdate(actual, virtual.GetNamespace(), virtual.GetName()) {
 		s.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonConflict,
-			"Physical %s %s exists and was not made by Kubeocean for this object; it is left alone and this %s is not synced",
+			"Physical %s %s exists and was not made by Kubeocean for this object and binding; it is left alone and this %s is not synced",
 			k.name, objectName(actual.GetNamespace(), actual.GetName()), k.name)
 		return &ConflictError{Kind: k.name, Namespace: virtual.GetNamespace(), Name: virtual.GetName(), PhysicalName: actual.GetName()}
 	}
@@ -279,10 +282,36 @@ func deleteCopy[T object](ctx context.Context, s *Syncer, k *kind[T], namespace,
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading physical %s %s: %w", k.name, objectName(at.namespace, at.name), err)
-	case !ownedBy(actual, namespace, name) || actual.GetDeletionTimestamp() != nil:
+	case !s.owns(actual, namespace, name) || actual.GetDeletionTimestamp() != nil:
 		return nil
 	}
 	return deletePhysical(ctx, s, k, actual)
+}
+
+// deleteCopyElsewhere deletes the copy of the virtual object namespace/name
+// at the place its mapping annotations record, when that is not at, where
+// the naming rules put it now: a copy made before the binding's mount
+// namespace changed (which the schema no longer allows, but older bindings
+// may have done). The place is read from an annotation anyone may edit, so
+// only a copy that carries this binding's identity and names the object is
+// deleted there; nothing is cached outside the mount namespace, so it is
+// read live.
+func deleteCopyElsewhere[T object](ctx context.Context, s *Syncer, k *kind[T], namespace, name string, at location) error {
+	virtual, err := k.virtual.fresh(ctx, namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading virtual %s %s: %w", k.name, objectName(namespace, name), err)
+	}
+	recorded := location{
+		namespace: virtual.GetAnnotations()[kubeoceanv1alpha1.AnnotationPhysicalNamespace],
+		name:      virtual.GetAnnotations()[kubeoceanv1alpha1.AnnotationPhysicalName],
+	}
+	if recorded.namespace == "" || recorded.name == "" || recorded == at {
+		return nil
+	}
+	return deleteCopy(ctx, s, k, namespace, name, recorded)
 }
 
 // unmarkVirtual removes our marks from the virtual object, after its
@@ -313,7 +342,7 @@ func deleteOrphan[T object](ctx context.Context, s *Syncer, k *kind[T], namespac
 		return nil
 	case err != nil:
 		return err
-	case !ownedBy(actual, namespace, name) || actual.GetDeletionTimestamp() != nil:
+	case !s.owns(actual, namespace, name) || actual.GetDeletionTimestamp() != nil:
 		return nil
 	}
 	virtual, err := k.virtual.client(namespace).Get(ctx, name, metav1.GetOptions{})

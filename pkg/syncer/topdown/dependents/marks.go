@@ -25,8 +25,9 @@ type location struct{ namespace, name string }
 // mark adds the marks of clusterID to obj, a copy of the virtual object;
 // false when they were all there already. The mapping annotations are
 // informational (the controllers derive a copy's location from the naming
-// rules, never from them, so an edited annotation cannot redirect a delete):
-// they are written when missing and never overwritten, so two bindings
+// rules; only a release also looks where they point, and deletes there
+// nothing but this binding's own copy of the object, see
+// deleteCopyElsewhere): they are written when missing and never overwritten, so two bindings
 // with different mount namespaces do not take turns rewriting them.
 func mark(obj metav1.Object, clusterID string, at location, usedByPV bool) bool {
 	labels := maps.Clone(obj.GetLabels())
@@ -141,6 +142,30 @@ func mappingAnnotations(namespace, name string) map[string]string {
 		annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace] = namespace
 	}
 	return annotations
+}
+
+// owns tells whether physical is this binding's copy of the virtual object
+// namespace/name: it names that object and carries the binding's identity.
+// Only such a copy is ever deleted; one of another binding, even of another
+// virtual cluster with the same cluster ID and mount namespace, names the
+// same virtual object but carries another binding UID.
+func (s *Syncer) owns(physical metav1.Object, namespace, name string) bool {
+	return s.owner.Owns(physical) && ownedBy(physical, namespace, name)
+}
+
+// mayUpdate tells whether the write path may bring physical in line with
+// the virtual object namespace/name, which the caller has just marked for
+// this binding: our copy, or one that names the object and carries no
+// binding identity (made by an older version, or stripped of its labels),
+// which the update adopts by stamping the identity. An object with another
+// binding's identity is never adopted. Deletion never adopts: a copy of an
+// older version that no use brings through here is left alone.
+func (s *Syncer) mayUpdate(physical metav1.Object, namespace, name string) bool {
+	if !ownedBy(physical, namespace, name) {
+		return false
+	}
+	_, stamped := physical.GetLabels()[kubeoceanv1alpha1.LabelBindingUID]
+	return !stamped || s.owner.Owns(physical)
 }
 
 // ownedBy tells whether physical was made for the virtual object

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -15,6 +16,7 @@ import (
 
 const (
 	testCluster = "c1"
+	testBinding = types.UID("binding-c1")
 	otherLabel  = kubeoceanv1alpha1.LabelSyncedByPrefix + "c2"
 )
 

@@ -17,11 +17,16 @@
 // kubeocean.io/finalizer-<clusterID> — and only then is the copy created,
 // so a crash never leaves a copy nothing will clean up.
 //
-// Ownership: a physical object at the mapped name is ours when its
-// virtual-name/-namespace annotations name the virtual object; it is then
-// adopted (labels and content put right) even if it lost its managed-by
-// label. Any other object there is never overwritten: the call fails with
-// a ConflictError and a Warning event on the virtual object.
+// Ownership: every copy carries the binding's identity (labels
+// kubeocean.io/cluster-id and kubeocean.io/binding-uid, package ownership).
+// A physical object at the mapped name is ours when it carries that
+// identity and its virtual-name/-namespace annotations name the virtual
+// object. One that names the object but carries no binding identity (made
+// by an older version, or stripped of its labels) is adopted when the
+// object is copied (identity, labels and content put right), never
+// deleted otherwise. Any other object there, another binding's included,
+// is never overwritten: the call fails with a ConflictError and a Warning
+// event on the virtual object.
 package dependents
 
 import (
@@ -31,6 +36,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -38,12 +44,16 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // Options are the dependencies of a Syncer; all are required.
 type Options struct {
 	// ClusterID names the binding in marks and finalizers.
 	ClusterID string
+	// BindingUID, with ClusterID, is the identity every copy carries (see
+	// package ownership); only copies with it are updated or deleted.
+	BindingUID types.UID
 	// MountNamespace is the physical namespace copies live in.
 	MountNamespace string
 	// VirtualClient marks and unmarks virtual objects; only CoreV1 is used.
@@ -59,8 +69,9 @@ type Options struct {
 	VirtualPVCs       corev1listers.PersistentVolumeClaimLister
 	VirtualPVs        corev1listers.PersistentVolumeLister
 
-	// The physical listers hold the copies: the mount namespace and label
-	// kubeocean.io/managed-by=kubeocean (PVs: the label only).
+	// The physical listers hold the copies: the mount namespace and the
+	// binding's identity labels (PVs: the labels only), so that copies of
+	// other bindings are not even cached.
 	PhysicalConfigMaps corev1listers.ConfigMapLister
 	PhysicalSecrets    corev1listers.SecretLister
 	PhysicalPVCs       corev1listers.PersistentVolumeClaimLister
@@ -76,6 +87,7 @@ type Options struct {
 // precondition, and a lost race is resolved from a live read.
 type Syncer struct {
 	clusterID      string
+	owner          ownership.Owner
 	mountNamespace string
 	recorder       record.EventRecorder
 
@@ -101,6 +113,7 @@ func New(opts Options) (*Syncer, error) {
 	physicalSecrets := func(ns string) client[*corev1.Secret] { return p.Secrets(ns) }
 	return &Syncer{
 		clusterID: opts.ClusterID, mountNamespace: opts.MountNamespace, recorder: opts.Recorder,
+		owner:      ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
 		configMaps: configMapKind(opts, v, p),
 		secrets: &kind[*corev1.Secret]{
 			name: KindSecret, content: secretContent, virtual: virtualSecrets,
@@ -165,8 +178,8 @@ func pvKind(opts Options, v, p corev1client.CoreV1Interface) *kind[*corev1.Persi
 
 func (o Options) validate() error {
 	var errs []error
-	if o.ClusterID == "" || o.MountNamespace == "" {
-		errs = append(errs, errors.New("ClusterID and MountNamespace are required"))
+	if o.ClusterID == "" || o.BindingUID == "" || o.MountNamespace == "" {
+		errs = append(errs, errors.New("ClusterID, BindingUID and MountNamespace are required"))
 	}
 	if o.VirtualClient == nil || o.PhysicalClient == nil {
 		errs = append(errs, errors.New("VirtualClient and PhysicalClient are required"))
@@ -230,6 +243,9 @@ func (s *Syncer) ReleaseConfigMap(ctx context.Context, namespace, name string) e
 	if err := deleteCopy(ctx, s, s.configMaps, namespace, name, at); err != nil {
 		return err
 	}
+	if err := deleteCopyElsewhere(ctx, s, s.configMaps, namespace, name, at); err != nil {
+		return err
+	}
 	return unmarkVirtual(ctx, s, s.configMaps, namespace, name)
 }
 
@@ -239,6 +255,9 @@ func (s *Syncer) ReleaseConfigMap(ctx context.Context, namespace, name string) e
 func (s *Syncer) ReleaseSecret(ctx context.Context, namespace, name string) error {
 	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
 	if err := deleteCopy(ctx, s, s.secrets, namespace, name, at); err != nil {
+		return err
+	}
+	if err := deleteCopyElsewhere(ctx, s, s.secrets, namespace, name, at); err != nil {
 		return err
 	}
 	virtual, err := s.secrets.virtual.fresh(ctx, namespace, name)

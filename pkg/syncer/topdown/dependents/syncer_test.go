@@ -15,6 +15,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents/dependentstest"
 )
@@ -77,7 +78,9 @@ func TestEnsureConfigMapMarksThenCreates(t *testing.T) {
 		t.Errorf("virtual ConfigMap not marked: labels %v, annotations %v, finalizers %v", virtual.Labels, virtual.Annotations, virtual.Finalizers)
 	}
 	physical := physicalConfigMap(t, e, "conf")
-	wantLabels := map[string]string{"app": "web", kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
+	// The copy carries the binding's identity, which the physical caches
+	// select on and without which nothing is updated or deleted.
+	wantLabels := dependentstest.Owner.Stamp(map[string]string{"app": "web"})
 	if !maps.Equal(physical.Labels, wantLabels) || physical.Data["k"] != "v" ||
 		physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualName] != "conf" ||
 		physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace] != ns {
@@ -138,22 +141,27 @@ func TestEnsureConfigMapAdoptsOwnCopy(t *testing.T) {
 	e.ExpectWrites("virtual update configmaps app/conf",
 		"physical create configmaps mount/"+physicalName, "physical update configmaps mount/"+physicalName)
 	physical := physicalConfigMap(t, e, "conf")
-	if physical.UID != "stray" || physical.Data["k"] != "v" || physical.Labels[kubeoceanv1alpha1.LabelManagedBy] != kubeoceanv1alpha1.ManagedByKubeocean {
+	if physical.UID != "stray" || physical.Data["k"] != "v" || !dependentstest.Owner.Owns(physical) {
 		t.Errorf("copy not adopted: uid %s, labels %v, data %v", physical.UID, physical.Labels, physical.Data)
 	}
 }
 
 func TestEnsureConfigMapRefusesForeignObject(t *testing.T) {
 	physicalName := naming.PhysicalName(ns, "conf")
-	for name, annotations := range map[string]map[string]string{
-		"no mapping":            nil,
-		"another object's copy": {kubeoceanv1alpha1.AnnotationVirtualName: "other", kubeoceanv1alpha1.AnnotationVirtualNamespace: ns},
+	managed := map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
+	for name, tc := range map[string]struct{ labels, annotations map[string]string }{
+		"no mapping":            {labels: managed},
+		"another object's copy": {labels: managed, annotations: map[string]string{kubeoceanv1alpha1.AnnotationVirtualName: "other", kubeoceanv1alpha1.AnnotationVirtualNamespace: ns}},
+		// Another virtual cluster binds the same physical cluster with
+		// the same mount namespace and has a ConfigMap of the same
+		// namespace and name: same physical name, same mapping, but its
+		// binding's identity.
+		"another binding's copy of the same object": {labels: otherBinding.Stamp(nil), annotations: map[string]string{kubeoceanv1alpha1.AnnotationVirtualName: "conf", kubeoceanv1alpha1.AnnotationVirtualNamespace: ns}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			foreign := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{
-					Namespace: mountNS, Name: physicalName, UID: "foreign", Annotations: annotations,
-					Labels: map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean},
+					Namespace: mountNS, Name: physicalName, UID: "foreign", Annotations: tc.annotations, Labels: tc.labels,
 				},
 				Data: map[string]string{"theirs": "1"},
 			}
@@ -178,6 +186,32 @@ func TestEnsureConfigMapRefusesForeignObject(t *testing.T) {
 				t.Error("no event recorded")
 			}
 		})
+	}
+}
+
+// otherBinding is a binding of another virtual cluster that picked the same
+// cluster ID and shares the physical cluster and its mount namespace.
+var otherBinding = ownership.Owner{ClusterID: dependentstest.ClusterID, BindingUID: "binding-of-another-virtual-cluster"}
+
+// A copy of another binding at our mapped name, naming a virtual object of
+// the same namespace and name, is never collected: neither as an orphan
+// (our virtual object is gone) nor when our virtual object is released.
+func TestNeverDeletesAnotherBindingsCopy(t *testing.T) {
+	physicalName := naming.PhysicalName(ns, "conf")
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: mountNS, Name: physicalName, UID: "theirs", Labels: otherBinding.Stamp(nil),
+		Annotations: map[string]string{kubeoceanv1alpha1.AnnotationVirtualName: "conf", kubeoceanv1alpha1.AnnotationVirtualNamespace: ns},
+	}}
+	e := dependentstest.New(t, nil, []runtime.Object{theirs})
+	if err := e.Syncer.DeleteOrphanConfigMap(e.Context(), ns, "conf"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Syncer.ReleaseConfigMap(e.Context(), ns, "conf"); err != nil {
+		t.Fatal(err)
+	}
+	e.ExpectWrites()
+	if got := physicalConfigMap(t, e, "conf"); got.UID != "theirs" {
+		t.Errorf("another binding's copy was replaced: %v", got.ObjectMeta)
 	}
 }
 

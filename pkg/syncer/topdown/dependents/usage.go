@@ -14,31 +14,40 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
 )
 
 // PodReferences tells whether pods of one binding still use an object, from
 // the virtual pod informer's references index.
 type PodReferences struct {
-	clusterID, mountNamespace string
-	pods                      cache.Indexer
-	nodes                     corev1listers.NodeLister
-	hasSynced                 []cache.InformerSynced
+	owner          ownership.Owner
+	mountNamespace string
+	pods           cache.Indexer
+	nodes          corev1listers.NodeLister
+	physicalPods   corev1listers.PodLister
+	hasSynced      []cache.InformerSynced
 }
 
 // NewPodReferences reads pods from pods (every virtual pod the binding may
 // run; the references index is added unless the informer has it) and tells
 // the binding's pods by nodes (the binding's virtual nodes: label
-// kubeocean.io/cluster-id=<clusterID>).
-func NewPodReferences(clusterID, mountNamespace string, pods corev1informers.PodInformer, nodes corev1informers.NodeInformer) (*PodReferences, error) {
+// kubeocean.io/cluster-id=<clusterID>) and, for a pod whose node is gone,
+// by physicalPods (the binding's physical pods; nil: such pods never count).
+func NewPodReferences(owner ownership.Owner, mountNamespace string, pods corev1informers.PodInformer, nodes corev1informers.NodeInformer, physicalPods corev1informers.PodInformer) (*PodReferences, error) {
 	if err := AddIndex(pods.Informer(), references.IndexName, references.IndexKeys); err != nil {
 		return nil, err
 	}
-	return &PodReferences{
-		clusterID: clusterID, mountNamespace: mountNamespace,
+	r := &PodReferences{
+		owner: owner, mountNamespace: mountNamespace,
 		pods: pods.Informer().GetIndexer(), nodes: nodes.Lister(),
 		hasSynced: []cache.InformerSynced{pods.Informer().HasSynced, nodes.Informer().HasSynced},
-	}, nil
+	}
+	if physicalPods != nil {
+		r.physicalPods = physicalPods.Lister()
+		r.hasSynced = append(r.hasSynced, physicalPods.Informer().HasSynced)
+	}
+	return r, nil
 }
 
 // AddIndex adds an index to an informer that does not have one of that
@@ -75,10 +84,16 @@ func (r *PodReferences) InUse(kind, namespace, name string) (bool, error) {
 // (named by the pod controller's mapping annotations), whose volumes must
 // not go while it may still run or be inspected. A pod being deleted
 // counts until it is gone.
+//
+// A pod is this binding's when it is bound to one of the binding's virtual
+// nodes, or, once that node is gone, when the binding's own physical pod
+// was made for it. Mapping annotations alone prove nothing: every binding
+// with the same mount namespace writes the same ones, and counting pods of
+// another binding by them kept our copies forever.
 func (r *PodReferences) Counts(pod *corev1.Pod) bool {
 	twin := pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] != "" &&
 		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] == r.mountNamespace
-	if !twin && !r.onOurNode(pod) {
+	if !r.onOurNode(pod) && !(twin && r.hasOurTwin(pod)) {
 		return false
 	}
 	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
@@ -90,7 +105,18 @@ func (r *PodReferences) onOurNode(pod *corev1.Pod) bool {
 		return false
 	}
 	node, err := r.nodes.Get(pod.Spec.NodeName)
-	return err == nil && node.Labels[kubeoceanv1alpha1.LabelClusterID] == r.clusterID
+	return err == nil && node.Labels[kubeoceanv1alpha1.LabelClusterID] == r.owner.ClusterID
+}
+
+// hasOurTwin tells whether the physical pod pod's annotations name is the
+// binding's and was made for pod.
+func (r *PodReferences) hasOurTwin(pod *corev1.Pod) bool {
+	if r.physicalPods == nil {
+		return false
+	}
+	physical, err := r.physicalPods.Pods(r.mountNamespace).Get(pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName])
+	return err == nil && r.owner.Owns(physical) &&
+		physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(pod.UID)
 }
 
 // PodHandler enqueues the objects of kind (a references.Kind*) that a pod

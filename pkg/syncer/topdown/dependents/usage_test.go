@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -18,13 +19,15 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
 )
 
 func TestPodReferencesCounts(t *testing.T) {
 	factory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
 	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
-	r, err := NewPodReferences(testCluster, "mount", pods, nodes)
+	physicalPods := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Pods()
+	r, err := NewPodReferences(ownership.Owner{ClusterID: testCluster, BindingUID: testBinding}, "mount", pods, nodes, physicalPods)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +40,25 @@ func TestPodReferencesCounts(t *testing.T) {
 		}
 	}
 	twin := map[string]string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "mount", kubeoceanv1alpha1.AnnotationPhysicalPodName: "p-123"}
+	// The twin of virtual pod "ours-uid" is the binding's physical pod;
+	// that of "theirs-uid" is another binding's in the same namespace.
+	for uid, owner := range map[string]ownership.Owner{
+		"ours-uid":   {ClusterID: testCluster, BindingUID: testBinding},
+		"theirs-uid": {ClusterID: "c2", BindingUID: "binding-c2"},
+	} {
+		physical := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "p-" + uid, Labels: owner.Stamp(nil),
+			Annotations: map[string]string{kubeoceanv1alpha1.AnnotationVirtualPodUID: uid}}}
+		if err := physicalPods.Informer().GetIndexer().Add(physical); err != nil {
+			t.Fatal(err)
+		}
+	}
+	twinOf := func(uid string) map[string]string {
+		return map[string]string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "mount", kubeoceanv1alpha1.AnnotationPhysicalPodName: "p-" + uid}
+	}
+	withUID := func(p *corev1.Pod, uid string) *corev1.Pod {
+		p.UID = types.UID(uid)
+		return p
+	}
 	pod := func(node string, phase corev1.PodPhase, annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "p", Annotations: annotations},
@@ -55,8 +77,13 @@ func TestPodReferencesCounts(t *testing.T) {
 		"unknown node":                        {pod: pod("gone", corev1.PodRunning, nil)},
 		"finished without a twin":             {pod: pod("ours", corev1.PodSucceeded, nil)},
 		"finished with a twin":                {pod: pod("ours", corev1.PodFailed, twin), want: true},
-		"node gone but twin in our namespace": {pod: pod("gone", corev1.PodRunning, twin), want: true},
-		"twin in another binding's namespace": {pod: pod("theirs", corev1.PodRunning, map[string]string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "other", kubeoceanv1alpha1.AnnotationPhysicalPodName: "p"})},
+		"node gone, our physical pod remains": {pod: withUID(pod("gone", corev1.PodRunning, twinOf("ours-uid")), "ours-uid"), want: true},
+		"node gone, and no physical pod":      {pod: pod("gone", corev1.PodRunning, twin)},
+		// Another binding with the same mount namespace writes the same
+		// mapping annotations on its pods: they must not keep our copies.
+		"another binding's pod mapped to our namespace": {pod: withUID(pod("theirs", corev1.PodRunning, twinOf("theirs-uid")), "theirs-uid")},
+		"a physical pod of ours made for another pod":   {pod: withUID(pod("gone", corev1.PodRunning, twinOf("ours-uid")), "theirs-uid")},
+		"twin in another binding's namespace":           {pod: pod("theirs", corev1.PodRunning, map[string]string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "other", kubeoceanv1alpha1.AnnotationPhysicalPodName: "p"})},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := r.Counts(tc.pod); got != tc.want {
@@ -77,7 +104,7 @@ func TestPodReferencesCounts(t *testing.T) {
 		t.Errorf("InUse(other/conf) = %v, %v; want false", used, err)
 	}
 	// A second user of the informer does not add the index twice.
-	if _, err := NewPodReferences(testCluster, "mount", pods, nodes); err != nil {
+	if _, err := NewPodReferences(ownership.Owner{ClusterID: testCluster, BindingUID: testBinding}, "mount", pods, nodes, physicalPods); err != nil {
 		t.Errorf("second NewPodReferences: %v", err)
 	}
 }

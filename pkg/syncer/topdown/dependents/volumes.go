@@ -83,6 +83,9 @@ func (s *Syncer) ReleasePVC(ctx context.Context, namespace, name string) error {
 	if err := deleteCopy(ctx, s, s.pvcs, namespace, name, at); err != nil {
 		return err
 	}
+	if err := deleteCopyElsewhere(ctx, s, s.pvcs, namespace, name, at); err != nil {
+		return err
+	}
 	return unmarkVirtual(ctx, s, s.pvcs, namespace, name)
 }
 

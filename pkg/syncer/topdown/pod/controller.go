@@ -21,6 +21,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -32,6 +33,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // Name names the controller, its queue and its metrics.
@@ -64,6 +66,10 @@ type Options struct {
 	// ClusterID is the binding's cluster ID: virtual nodes labelled with it
 	// are this controller's.
 	ClusterID string
+	// BindingUID is the binding's UID: every physical object the controller
+	// makes carries it (see package ownership), and only such objects are
+	// updated or deleted.
+	BindingUID types.UID
 	// MountNamespace is the physical namespace the binding's pods go to.
 	MountNamespace string
 	// VirtualAPIServer, "host:port", is where pods in the physical cluster
@@ -86,9 +92,11 @@ type Options struct {
 	// kubeocean,kubeocean.io/cluster-id=<ClusterID>); other nodes are
 	// ignored anyway.
 	VirtualNodes corev1informers.NodeInformer
-	// PhysicalPods and PhysicalSecrets: MountNamespace with
-	// kubeocean.io/managed-by=kubeocean. The controller reads the token
-	// Secrets it made (label LabelPodToken) from the latter.
+	// PhysicalPods and PhysicalSecrets: MountNamespace, scoped to the
+	// binding's identity (ownership.Owner.Selector), so that another
+	// binding's objects in the same namespace are not even cached. The
+	// controller reads the token Secrets it made (label LabelPodToken)
+	// from the latter.
 	PhysicalPods    corev1informers.PodInformer
 	PhysicalSecrets corev1informers.SecretInformer
 
@@ -109,6 +117,7 @@ type Controller struct {
 	*controller.Controller[cache.ObjectName]
 
 	clusterID      string
+	owner          ownership.Owner
 	mountNamespace string
 	apiServer      *apiServerAddress
 
@@ -137,6 +146,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		clusterID:       opts.ClusterID,
+		owner:           ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
 		mountNamespace:  opts.MountNamespace,
 		apiServer:       apiServer,
 		virtualClient:   opts.VirtualClient,
@@ -170,8 +180,8 @@ func New(opts Options) (*Controller, error) {
 
 func (o Options) validate() error {
 	var errs []error
-	if o.ClusterID == "" || o.MountNamespace == "" {
-		errs = append(errs, errors.New("ClusterID and MountNamespace are required"))
+	if o.ClusterID == "" || o.BindingUID == "" || o.MountNamespace == "" {
+		errs = append(errs, errors.New("ClusterID, BindingUID and MountNamespace are required"))
 	}
 	if o.VirtualClient == nil || o.PhysicalClient == nil {
 		errs = append(errs, errors.New("VirtualClient and PhysicalClient are required"))
@@ -298,13 +308,15 @@ func (c *Controller) podsOnNode(node *corev1.Node) []cache.ObjectName {
 	return keys
 }
 
+// isManagedPod tells the physical pods of this binding. The informer is
+// scoped to them already; the check keeps a wider one from making us act
+// on another binding's pods.
 func (c *Controller) isManagedPod(pod *corev1.Pod) bool {
-	return pod.Namespace == c.mountNamespace &&
-		pod.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean
+	return pod.Namespace == c.mountNamespace && c.owner.Owns(pod)
 }
 
 func (c *Controller) isTokenSecret(secret *corev1.Secret) bool {
-	return secret.Namespace == c.mountNamespace && secret.Labels[LabelPodToken] == "true"
+	return secret.Namespace == c.mountNamespace && secret.Labels[LabelPodToken] == "true" && c.owner.Owns(secret)
 }
 
 // virtualKeys maps a physical object Kubeocean made for a virtual pod back

@@ -22,7 +22,7 @@ import (
 func TestNewValidates(t *testing.T) {
 	virtual := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1()
 	complete := Options{
-		ClusterID: testClusterID, MountNamespace: mountNS,
+		ClusterID: testClusterID, BindingUID: testBinding, MountNamespace: mountNS,
 		VirtualClient: kubefake.NewClientset().CoreV1(), PhysicalClient: kubefake.NewClientset().CoreV1(),
 		VirtualPods: virtual.Pods(), VirtualNodes: virtual.Nodes(), PhysicalPods: virtual.Pods(), PhysicalSecrets: virtual.Secrets(),
 		Dependents: &fakeDependents{}, Recorder: record.NewFakeRecorder(1),
@@ -118,7 +118,7 @@ func TestRun(t *testing.T) {
 	virtual := kubeinformers.NewSharedInformerFactory(virtualKube, 0)
 	physical := kubeinformers.NewSharedInformerFactoryWithOptions(physicalKube, 0, kubeinformers.WithNamespace(mountNS))
 	c, err := New(Options{
-		ClusterID: testClusterID, MountNamespace: mountNS,
+		ClusterID: testClusterID, BindingUID: testBinding, MountNamespace: mountNS,
 		VirtualClient: virtualKube.CoreV1(), PhysicalClient: physicalKube.CoreV1(),
 		VirtualPods: virtual.Core().V1().Pods(), VirtualNodes: virtual.Core().V1().Nodes(),
 		PhysicalPods: physical.Core().V1().Pods(), PhysicalSecrets: physical.Core().V1().Secrets(),

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // syncDeletion carries the deletion of a virtual pod to its physical pod
@@ -27,7 +28,7 @@ func (c *Controller) syncDeletion(ctx context.Context, virtual *corev1.Pod, m ma
 	}
 	// The mapping is recorded before any physical pod is created: without
 	// it there never was one.
-	if err := c.deleteTokenSecret(ctx, m.name); err != nil {
+	if err := c.deleteTokenSecret(ctx, m, virtual.UID); err != nil {
 		return err
 	}
 	return c.finishVirtual(ctx, virtual)
@@ -36,12 +37,14 @@ func (c *Controller) syncDeletion(ctx context.Context, virtual *corev1.Pod, m ma
 // deletePhysical deletes the virtual pod's physical pod, with the grace
 // period the virtual pod was deleted with, and tells whether it is gone.
 // The answer comes from a live read: a cache that has not seen the
-// physical pod yet must not let the virtual pod go while it runs.
+// physical pod yet must not let the virtual pod go while it runs. The pod
+// is looked for where the mapping says, which is outside the cached mount
+// namespace for a pod mapped elsewhere.
 func (c *Controller) deletePhysical(ctx context.Context, virtual *corev1.Pod, m mapping) (bool, error) {
 	logger := klog.FromContext(ctx)
-	physical, err := c.physicalPods.Pods(c.mountNamespace).Get(m.name)
+	physical, err := c.physicalPods.Pods(m.namespace).Get(m.name)
 	if apierrors.IsNotFound(err) {
-		physical, err = c.physicalClient.Pods(c.mountNamespace).Get(ctx, m.name, metav1.GetOptions{})
+		physical, err = c.physicalClient.Pods(m.namespace).Get(ctx, m.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -50,8 +53,10 @@ func (c *Controller) deletePhysical(ctx context.Context, virtual *corev1.Pod, m 
 		return false, err
 	}
 	if physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtual.UID) {
-		// Another virtual pod's (an earlier one of the same name): not
-		// ours to wait for.
+		// Another virtual pod's (an earlier one of the same name, or one
+		// of another virtual cluster): not ours to wait for. A pod that
+		// names our virtual pod's UID was made for it, whatever binding
+		// labels it carries (older versions set none).
 		return true, nil
 	}
 	if physical.DeletionTimestamp == nil {
@@ -106,18 +111,24 @@ func (c *Controller) finishVirtual(ctx context.Context, virtual *corev1.Pod) err
 // side, or removed with its node. A live read confirms it first, since our
 // cache may not show a pod the bottom-up side has already seen.
 func (c *Controller) syncLost(ctx context.Context, virtual *corev1.Pod, m mapping) error {
-	live, err := c.physicalClient.Pods(c.mountNamespace).Get(ctx, m.name, metav1.GetOptions{})
+	live, err := c.physicalClient.Pods(m.namespace).Get(ctx, m.name, metav1.GetOptions{})
 	switch {
+	case err == nil && ownership.Legacy(live) && live.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(virtual.UID):
+		// Made for this virtual pod by an older version, which set no
+		// binding identity; the informer, scoped to that identity, cannot
+		// see it until it is adopted.
+		klog.FromContext(ctx).Info("Adopting physical pod made before pods carried their binding's identity", "physicalPod", klog.KObj(live))
+		return c.adopt(ctx, virtual, live)
 	case err == nil:
 		klog.FromContext(ctx).V(4).Info("Physical pod exists; cache is behind", "physicalPod", klog.KObj(live))
 		return nil
 	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("confirming physical pod %s/%s is gone: %w", c.mountNamespace, m.name, err)
+		return fmt.Errorf("confirming physical pod %s/%s is gone: %w", m.namespace, m.name, err)
 	}
-	if err := c.deleteTokenSecret(ctx, m.name); err != nil {
+	if err := c.deleteTokenSecret(ctx, m, virtual.UID); err != nil {
 		return err
 	}
 	message := fmt.Sprintf("Physical pod %s/%s (UID %s) in cluster %s no longer exists: it was deleted or evicted there",
-		c.mountNamespace, m.name, m.uid, c.clusterID)
+		m.namespace, m.name, m.uid, c.clusterID)
 	return c.markFailed(ctx, virtual, message)
 }

@@ -9,6 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 func terminating(pod *corev1.Pod, grace int64) *corev1.Pod {
@@ -153,4 +156,66 @@ func TestTokenSecretCleanedUpAfterVirtualPod(t *testing.T) {
 		f.mustReconcile()
 		assertWrites(t, f)
 	})
+}
+
+// A virtual pod mapped into another namespace than the binding's (mapped
+// before its mount namespace changed, which the schema now forbids) is
+// still deleted: its physical pod and token Secret there go, found live
+// since nothing is cached outside the mount namespace, and then the
+// virtual pod is finished instead of hanging in Terminating. A token
+// Secret there that is not this binding's stays.
+func TestDeletionOfPodMappedElsewhere(t *testing.T) {
+	const oldMount = "old-mount"
+	for name, tc := range map[string]struct {
+		secretOwner ownership.Owner
+		wantWrites  []string
+	}{
+		"our token Secret":        {secretOwner: testOwner, wantWrites: []string{"physical delete pods", "physical delete secrets", "virtual delete pods"}},
+		"another binding's token": {secretOwner: ownership.Owner{ClusterID: testClusterID, BindingUID: "other"}, wantWrites: []string{"physical delete pods", "virtual delete pods"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			virtual := terminating(mapped(boundPod(), physicalUID), 30)
+			virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = oldMount
+			physical := physicalFor(virtual)
+			physical.Namespace = oldMount
+			secret := tokenSecret(virtualUID, now)
+			secret.Namespace, secret.Labels = oldMount, tc.secretOwner.Stamp(map[string]string{LabelPodToken: "true"})
+			f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, livePhysical: []runtime.Object{physical, secret}})
+			f.mustReconcile()
+			assertWrites(t, f, tc.wantWrites...)
+			if del := actions(f.physicalKube, "delete", "pods"); len(del) != 1 || del[0].GetNamespace() != oldMount {
+				t.Errorf("physical pod deletes = %v, want one in %s", del, oldMount)
+			} else {
+				assertDelete(t, del[0], 30, string(physicalUID))
+			}
+		})
+	}
+}
+
+// A physical pod an older version made (no binding identity, so not in
+// the scoped cache) for this very virtual pod (its UID says so) is
+// adopted: the identity labels are patched on, nothing is failed.
+func TestLegacyPhysicalPodAdopted(t *testing.T) {
+	virtual := mapped(boundPod(), physicalUID)
+	legacy := physicalFor(virtual)
+	legacy.Labels = map[string]string{"app": "web", kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, livePhysical: []runtime.Object{legacy}})
+	f.mustReconcile()
+	assertWrites(t, f, "physical patch pods")
+	adopted, err := f.physicalPod()
+	if err != nil || !testOwner.Owns(adopted) {
+		t.Fatalf("physical pod after adoption: %v, %v; want the binding's identity", adopted, err)
+	}
+
+	// A pod without identity made for another virtual pod is not ours.
+	other := physicalFor(virtual)
+	other.Labels = legacy.Labels
+	other.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "another-virtual-pod"
+	f = newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, livePhysical: []runtime.Object{other}})
+	f.mustReconcile()
+	for _, w := range f.takeWrites() {
+		if strings.HasPrefix(w, "physical") {
+			t.Errorf("wrote %q to a physical pod that is not provably ours", w)
+		}
+	}
 }

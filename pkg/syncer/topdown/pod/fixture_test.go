@@ -28,10 +28,12 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 const (
 	testClusterID = "c1"
+	testBinding   = types.UID("binding-uid")
 	mountNS       = "mount"
 	virtualNS     = "team-a"
 	virtualName   = "web"
@@ -45,6 +47,7 @@ var (
 	now          = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	physicalName = naming.PhysicalName(virtualNS, virtualName)
 	podKey       = cache.ObjectName{Namespace: virtualNS, Name: virtualName}
+	testOwner    = ownership.Owner{ClusterID: testClusterID, BindingUID: testBinding}
 )
 
 // ourNode is a virtual node of the test binding.
@@ -185,7 +188,7 @@ func newFixture(t *testing.T, s seed) *fixture {
 	virtual := kubeinformers.NewSharedInformerFactory(f.virtualKube, 0).Core().V1()
 	physical := kubeinformers.NewSharedInformerFactory(f.physicalKube, 0).Core().V1()
 	c, err := New(Options{
-		ClusterID: testClusterID, MountNamespace: mountNS, VirtualAPIServer: s.apiServer,
+		ClusterID: testClusterID, BindingUID: testBinding, MountNamespace: mountNS, VirtualAPIServer: s.apiServer,
 		VirtualClient: f.virtualKube.CoreV1(), PhysicalClient: f.physicalKube.CoreV1(),
 		VirtualPods: virtual.Pods(), VirtualNodes: virtual.Nodes(),
 		PhysicalPods: physical.Pods(), PhysicalSecrets: physical.Secrets(),

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // AnnotationLastApplied on a physical pod holds what the controller last
@@ -64,12 +65,13 @@ var virtualOnlyAnnotations = map[string]bool{
 }
 
 // desiredState is what the physical pod of virtual should carry: the
-// virtual pod's labels plus managed-by, its annotations plus the mapping
-// back to it, its deadline and images.
-func desiredState(virtual *corev1.Pod) appliedState {
-	labels := make(map[string]string, len(virtual.Labels)+1)
+// virtual pod's labels plus the identity of owner (managed-by, cluster ID,
+// binding UID), its annotations plus the mapping back to it, its deadline
+// and images.
+func desiredState(virtual *corev1.Pod, owner ownership.Owner) appliedState {
+	labels := make(map[string]string, len(virtual.Labels)+3)
 	maps.Copy(labels, virtual.Labels)
-	labels[kubeoceanv1alpha1.LabelManagedBy] = kubeoceanv1alpha1.ManagedByKubeocean
+	owner.Stamp(labels)
 
 	annotations := make(map[string]string, len(virtual.Annotations)+3)
 	for k, v := range virtual.Annotations {
@@ -101,7 +103,15 @@ func imagesOf(spec *corev1.PodSpec) map[string]string {
 
 // enforced keys tie a physical pod to the controller and to its virtual
 // pod; unlike the rest they are put back when someone edits them.
-func enforcedLabel(key string) bool { return key == kubeoceanv1alpha1.LabelManagedBy }
+// The identity labels are among them: a pod of an older version that lacks
+// them gets them on its first update (adoption).
+func enforcedLabel(key string) bool {
+	switch key {
+	case kubeoceanv1alpha1.LabelManagedBy, kubeoceanv1alpha1.LabelClusterID, kubeoceanv1alpha1.LabelBindingUID:
+		return true
+	}
+	return false
+}
 
 func enforcedAnnotation(key string) bool {
 	switch key {

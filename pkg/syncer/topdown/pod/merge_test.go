@@ -116,7 +116,7 @@ func TestMergeDeadline(t *testing.T) {
 
 // physicalFor is the physical pod created for virtual, as it is stored.
 func physicalFor(virtual *corev1.Pod) *corev1.Pod {
-	pod := physicalPod(virtual, translation{mountNamespace: mountNS, physicalName: physicalName, physicalNode: physicalNode,
+	pod := physicalPod(virtual, translation{mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
 		names: resolvedNames(virtual), plan: planIdentity(virtual)})
 	pod.UID = physicalUID
 	pod.ResourceVersion = "20"
@@ -135,7 +135,7 @@ func decodePatch(t *testing.T, patch []byte) map[string]any {
 func TestUpdatePatch(t *testing.T) {
 	t.Run("freshly created pod needs none", func(t *testing.T) {
 		virtual := fullVirtualPod()
-		if patch := updatePatch(physicalFor(virtual), desiredState(virtual)); patch != nil {
+		if patch := updatePatch(physicalFor(virtual), desiredState(virtual, testOwner)); patch != nil {
 			t.Errorf("patch = %s, want none", patch)
 		}
 	})
@@ -144,7 +144,7 @@ func TestUpdatePatch(t *testing.T) {
 		physical := physicalFor(virtual)
 		physical.Labels["injected"] = "yes"
 		physical.Annotations["sidecar.example.com/status"] = "injected"
-		if patch := updatePatch(physical, desiredState(virtual)); patch != nil {
+		if patch := updatePatch(physical, desiredState(virtual, testOwner)); patch != nil {
 			t.Errorf("patch = %s, want none", patch)
 		}
 	})
@@ -159,7 +159,7 @@ func TestUpdatePatch(t *testing.T) {
 		// Bookkeeping of the bottom-up side changes nothing.
 		virtual.Annotations[kubeoceanv1alpha1.AnnotationLastSyncTime] = "2026-05-05T00:00:00Z"
 
-		desired := desiredState(virtual)
+		desired := desiredState(virtual, testOwner)
 		patch := decodePatch(t, updatePatch(physical, desired))
 		want := map[string]any{
 			"metadata": map[string]any{
@@ -180,7 +180,7 @@ func TestUpdatePatch(t *testing.T) {
 		virtual := boundPod()
 		physical := physicalFor(virtual)
 		delete(physical.Labels, kubeoceanv1alpha1.LabelManagedBy)
-		patch := decodePatch(t, updatePatch(physical, desiredState(virtual)))
+		patch := decodePatch(t, updatePatch(physical, desiredState(virtual, testOwner)))
 		labels := patch["metadata"].(map[string]any)["labels"]
 		if want := map[string]any{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}; !reflect.DeepEqual(labels, want) {
 			t.Errorf("labels patch = %v, want %v", labels, want)
@@ -190,7 +190,7 @@ func TestUpdatePatch(t *testing.T) {
 		virtual := boundPod()
 		physical := physicalFor(virtual)
 		physical.Annotations[AnnotationLastApplied] = "{"
-		desired := desiredState(virtual)
+		desired := desiredState(virtual, testOwner)
 		patch := decodePatch(t, updatePatch(physical, desired))
 		want := map[string]any{"uid": string(physicalUID), "annotations": map[string]any{AnnotationLastApplied: desired.encode()}}
 		if !reflect.DeepEqual(patch["metadata"], want) || patch["spec"] != nil {
@@ -200,7 +200,7 @@ func TestUpdatePatch(t *testing.T) {
 }
 
 func TestDesiredStateDropsVirtualBookkeeping(t *testing.T) {
-	state := desiredState(fullVirtualPod())
+	state := desiredState(fullVirtualPod(), testOwner)
 	for _, k := range []string{
 		kubeoceanv1alpha1.AnnotationPhysicalPodNamespace, kubeoceanv1alpha1.AnnotationPhysicalPodName,
 		kubeoceanv1alpha1.AnnotationPhysicalPodUID, kubeoceanv1alpha1.AnnotationLastSyncTime,

@@ -19,8 +19,12 @@ import (
 // mapping is the physical pod of a virtual pod as its annotations record
 // it.
 type mapping struct {
-	// name is the physical pod's name in the mount namespace.
-	name string
+	// namespace and name are where the physical pod is: the mount
+	// namespace and the mapped name, or the place the annotations name
+	// when it is another (a pod mapped before the binding's mount
+	// namespace changed, or by someone else). Such a pod is never synced,
+	// but its deletion is carried to that place.
+	namespace, name string
 	// recorded: the virtual pod's annotations name the physical pod, so
 	// it may exist. They are written before the physical pod is created,
 	// so that the bottom-up side never sees a physical pod its virtual pod
@@ -32,22 +36,34 @@ type mapping struct {
 }
 
 // mappingOf reads the mapping annotations. A mapping to another place than
-// this binding would choose is an error: the pod was mapped by someone
-// else, or the binding's mount namespace changed under it.
+// this binding would choose is an error for everything but deletion: the
+// pod was mapped by someone else, or the binding's mount namespace changed
+// under it (before the schema made it immutable). The mapping returned then
+// names that place, so that deleting the pod still reaches its physical
+// pod; the UID recorded on the physical pod decides whether it is ours.
 func (c *Controller) mappingOf(virtual *corev1.Pod) (mapping, error) {
-	m := mapping{name: naming.PhysicalName(virtual.Namespace, virtual.Name)}
+	m := mapping{namespace: c.mountNamespace, name: naming.PhysicalName(virtual.Namespace, virtual.Name)}
 	namespace := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace]
 	name := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]
-	switch {
-	case namespace == "" && name == "":
-		return m, nil
-	case namespace == c.mountNamespace && name == m.name:
-		m.recorded = true
-		m.uid = types.UID(virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID])
+	if namespace == "" && name == "" {
 		return m, nil
 	}
+	m.recorded = true
+	m.uid = types.UID(virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID])
+	if namespace == c.mountNamespace && name == m.name {
+		return m, nil
+	}
+	expected := m.name
+	if namespace != "" && name != "" {
+		m.namespace, m.name = namespace, name
+	} else {
+		// Half a mapping names no place to delete from; were a physical
+		// pod made under our name, the bottom-up side deletes it once
+		// this virtual pod is gone.
+		m.recorded, m.uid = false, ""
+	}
 	return m, fmt.Errorf("virtual pod %s/%s is mapped to physical pod %q/%q, but this binding maps it to %s/%s",
-		virtual.Namespace, virtual.Name, namespace, name, c.mountNamespace, m.name)
+		virtual.Namespace, virtual.Name, namespace, name, c.mountNamespace, expected)
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (controller.Result, error) {
@@ -65,19 +81,21 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 	logger := klog.FromContext(ctx).WithValues("clusterID", c.clusterID, "virtualPod", klog.KObj(virtual))
 	ctx = klog.NewContext(ctx, logger)
 
-	m, err := c.mappingOf(virtual)
-	if err != nil {
-		c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonMappingMismatch, err.Error())
-		return controller.Result{}, controller.Terminal(err)
-	}
+	m, mismatch := c.mappingOf(virtual)
+	// Deletion comes first: a pod whose mapping names another place must
+	// still be able to go, and its physical pod and token Secret with it.
 	if virtual.DeletionTimestamp != nil {
 		c.created.observed(key)
 		return controller.Result{}, c.syncDeletion(ctx, virtual, m)
 	}
+	if mismatch != nil {
+		c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonMappingMismatch, mismatch.Error())
+		return controller.Result{}, controller.Terminal(mismatch)
+	}
 	if isTerminal(virtual) {
 		// Finished: nothing runs any more, nothing is created again; the
 		// token Secret goes with the physical pod.
-		return controller.Result{}, c.cleanUpFinished(ctx, m)
+		return controller.Result{}, c.cleanUpFinished(ctx, m, virtual.UID)
 	}
 
 	physical, err := c.physicalPods.Pods(c.mountNamespace).Get(m.name)
@@ -123,7 +141,7 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 		logger.V(4).Info("Physical pod is terminating")
 		return controller.Result{}, nil
 	}
-	if patch := updatePatch(physical, desiredState(virtual)); patch != nil {
+	if patch := updatePatch(physical, desiredState(virtual, c.owner)); patch != nil {
 		_, err := c.physicalClient.Pods(physical.Namespace).Patch(ctx, physical.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
@@ -152,13 +170,14 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 // its deletion event brings us back.
 func (c *Controller) cleanUpAfter(ctx context.Context, key cache.ObjectName) error {
 	c.created.observed(key)
-	return c.cleanUpFinished(ctx, mapping{name: naming.PhysicalName(key.Namespace, key.Name)})
+	return c.cleanUpFinished(ctx, mapping{namespace: c.mountNamespace, name: naming.PhysicalName(key.Namespace, key.Name)}, "")
 }
 
-// cleanUpFinished removes the token Secret of a physical pod that is gone.
-func (c *Controller) cleanUpFinished(ctx context.Context, m mapping) error {
-	if _, err := c.physicalPods.Pods(c.mountNamespace).Get(m.name); !apierrors.IsNotFound(err) {
+// cleanUpFinished removes the token Secret of a physical pod that is gone;
+// virtualUID, when known, lets it adopt a token Secret of an older version.
+func (c *Controller) cleanUpFinished(ctx context.Context, m mapping, virtualUID types.UID) error {
+	if _, err := c.physicalPods.Pods(m.namespace).Get(m.name); !apierrors.IsNotFound(err) {
 		return err
 	}
-	return c.deleteTokenSecret(ctx, m.name)
+	return c.deleteTokenSecret(ctx, m, virtualUID)
 }

@@ -46,7 +46,7 @@ func tokenSecret(uid types.UID, refreshAt time.Time) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: mountNS, Name: TokenSecretName(physicalName), UID: "secret-uid", ResourceVersion: "5",
-			Labels: map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean, LabelPodToken: "true"},
+			Labels: testOwner.Stamp(map[string]string{LabelPodToken: "true"}),
 			Annotations: map[string]string{
 				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtualNS,
 				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
@@ -98,7 +98,7 @@ func TestCreate(t *testing.T) {
 
 	created := actions(f.physicalKube, "create", "pods")[0].(clienttesting.CreateAction).GetObject().(*corev1.Pod)
 	apiServer, _ := parseAPIServer("10.0.0.1:6443")
-	want := physicalPod(f.virtualPod(), translation{mountNamespace: mountNS, physicalName: physicalName, physicalNode: physicalNode,
+	want := physicalPod(f.virtualPod(), translation{mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
 		names: resolvedNames(virtual), plan: planIdentity(virtual), apiServer: apiServer})
 	if !equality.Semantic.DeepEqual(created, want) {
 		t.Errorf("created pod (-want +got):\n%s", diff.Diff(want, created))
@@ -111,7 +111,7 @@ func TestCreate(t *testing.T) {
 	refreshAt := now.Add(3607 * time.Second * 8 / 10)
 	wantData := map[string][]byte{"token": []byte("token-1"), "ca.crt": []byte("virtual-ca"), "metadata.namespace": []byte(virtualNS)}
 	if !reflect.DeepEqual(secret.Data, wantData) || secret.Labels[LabelPodToken] != "true" ||
-		secret.Labels[kubeoceanv1alpha1.LabelManagedBy] != kubeoceanv1alpha1.ManagedByKubeocean ||
+		!testOwner.Owns(secret) ||
 		secret.Annotations[AnnotationTokenRefreshAt] != refreshAt.Format(time.RFC3339) ||
 		secret.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtualUID) {
 		t.Errorf("token Secret = %+v", secret)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -40,6 +41,9 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 		return 0, err
 	}
 	found := err == nil
+	if found && !c.tokenSecretOurs(existing, virtual.UID) {
+		return 0, fmt.Errorf("token Secret %s/%s exists and is not this binding's", c.mountNamespace, name)
+	}
 	now := c.clock.Now()
 	if found {
 		if refreshAt, valid := tokenSecretValid(existing, virtual, plan, now); valid {
@@ -56,10 +60,7 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: c.mountNamespace,
 			Name:      name,
-			Labels: map[string]string{
-				kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean,
-				LabelPodToken:                    "true",
-			},
+			Labels:    c.owner.Stamp(map[string]string{LabelPodToken: "true"}),
 			Annotations: map[string]string{
 				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtual.Namespace,
 				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtual.Name,
@@ -75,12 +76,21 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 
 	logger := klog.FromContext(ctx).WithValues("secret", klog.KObj(desired))
 	if !found {
-		if _, err := c.physicalClient.Secrets(c.mountNamespace).Create(ctx, desired, metav1.CreateOptions{}); err != nil {
-			// AlreadyExists: our cache is behind; the retry finds it.
+		_, err := c.physicalClient.Secrets(c.mountNamespace).Create(ctx, desired, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// Our cache is behind, or an older version made it without
+			// the binding's identity, which the cache does not select.
+			existing, err = c.adoptableTokenSecret(ctx, virtual, name)
+			found = err == nil
+		}
+		if err != nil {
 			return 0, fmt.Errorf("creating token Secret %s/%s: %w", c.mountNamespace, name, err)
 		}
-		logger.V(2).Info("Created token Secret")
-	} else {
+		if !found {
+			logger.V(2).Info("Created token Secret")
+		}
+	}
+	if found {
 		updated := existing.DeepCopy()
 		updated.Labels, updated.Annotations, updated.Type, updated.Data = desired.Labels, desired.Annotations, desired.Type, desired.Data
 		if _, err := c.physicalClient.Secrets(c.mountNamespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
@@ -171,15 +181,41 @@ func (c *Controller) issueIdentity(ctx context.Context, virtual *corev1.Pod, pla
 	return data, refreshAt, nil
 }
 
+// adoptableTokenSecret reads the token Secret name live after a create
+// found the name taken, and returns it if it is ours to update.
+func (c *Controller) adoptableTokenSecret(ctx context.Context, virtual *corev1.Pod, name string) (*corev1.Secret, error) {
+	live, err := c.physicalClient.Secrets(c.mountNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if !c.tokenSecretOurs(live, virtual.UID) {
+		return nil, fmt.Errorf("the name is taken by a Secret that is not this binding's")
+	}
+	return live, nil
+}
+
 // deleteTokenSecret removes the token Secret of a physical pod that is
-// gone.
-func (c *Controller) deleteTokenSecret(ctx context.Context, physicalName string) error {
-	secret, err := c.physicalSecrets.Secrets(c.mountNamespace).Get(TokenSecretName(physicalName))
+// gone, in the namespace its mapping names. Outside the mount namespace
+// nothing is cached, so it is read live there. A Secret that is not
+// provably ours (see tokenSecretOurs) stays.
+func (c *Controller) deleteTokenSecret(ctx context.Context, m mapping, virtualUID types.UID) error {
+	if m.namespace == "" || m.name == "" {
+		return nil
+	}
+	name := TokenSecretName(m.name)
+	secret, err := c.physicalSecrets.Secrets(m.namespace).Get(name)
+	if apierrors.IsNotFound(err) && m.namespace != c.mountNamespace {
+		secret, err = c.physicalClient.Secrets(m.namespace).Get(ctx, name, metav1.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if !c.tokenSecretOurs(secret, virtualUID) {
+		klog.FromContext(ctx).V(2).Info("Leaving a token Secret that is not this binding's", "secret", klog.KObj(secret))
+		return nil
 	}
 	err = c.physicalClient.Secrets(secret.Namespace).Delete(ctx, secret.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &secret.UID},

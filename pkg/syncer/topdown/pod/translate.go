@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
 )
 
@@ -37,6 +38,7 @@ func (n dependencyNames) pvc(name string) string       { return n.lookup(n.pvcs,
 // beyond the virtual pod itself.
 type translation struct {
 	mountNamespace string
+	owner          ownership.Owner
 	physicalName   string
 	physicalNode   string
 	names          dependencyNames
@@ -50,7 +52,7 @@ type translation struct {
 // pod is already placed and the physical cluster's scheduler, priority
 // classes and runtime classes know nothing of the virtual ones.
 func physicalPod(virtual *corev1.Pod, t translation) *corev1.Pod {
-	state := desiredState(virtual)
+	state := desiredState(virtual, t.owner)
 	annotations := maps.Clone(state.Annotations)
 	annotations[AnnotationLastApplied] = state.encode()
 	pod := &corev1.Pod{

@@ -129,13 +129,13 @@ func fullPhysicalPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: mountNS, Name: physicalName,
-			Labels: map[string]string{"app": "web", kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean},
+			Labels: testOwner.Stamp(map[string]string{"app": "web"}),
 			Annotations: map[string]string{
 				"team": "a",
 				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtualNS,
 				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
 				kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(virtualUID),
-				AnnotationLastApplied: `{"labels":{"app":"web","kubeocean.io/managed-by":"kubeocean"},` +
+				AnnotationLastApplied: `{"labels":{"app":"web","kubeocean.io/binding-uid":"binding-uid","kubeocean.io/cluster-id":"c1","kubeocean.io/managed-by":"kubeocean"},` +
 					`"annotations":{"kubeocean.io/virtual-pod-name":"web","kubeocean.io/virtual-pod-namespace":"team-a","kubeocean.io/virtual-pod-uid":"virtual-uid","team":"a"},` +
 					`"images":{"containers/app":"nginx:1","initContainers/init":"busybox:1"}}`,
 			},
@@ -261,7 +261,7 @@ func TestPhysicalPod(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := virtual.DeepCopy()
-			got := physicalPod(virtual, translation{
+			got := physicalPod(virtual, translation{owner: testOwner,
 				mountNamespace: mountNS, physicalName: physicalName, physicalNode: physicalNode,
 				names: resolvedNames(virtual), plan: planIdentity(virtual), apiServer: apiServer,
 			})

@@ -14,11 +14,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
 )
@@ -31,6 +33,9 @@ const Name = "topdown-secret"
 type Options struct {
 	// ClusterID and MountNamespace are the binding's.
 	ClusterID, MountNamespace string
+	// BindingUID is the binding's; with ClusterID, the identity of its
+	// physical objects.
+	BindingUID types.UID
 	// Syncer makes and removes the copies.
 	Syncer *dependents.Syncer
 	// VirtualSecrets are scoped to the label
@@ -46,6 +51,10 @@ type Options struct {
 	VirtualPods corev1informers.PodInformer
 	// VirtualNodes are the binding's virtual nodes, which tell its pods.
 	VirtualNodes corev1informers.NodeInformer
+	// PhysicalPods are the binding's physical pods; a virtual pod whose
+	// virtual node is gone still counts while one of them was made for
+	// it. Optional: without them such pods never count.
+	PhysicalPods corev1informers.PodInformer
 	// VirtualPVs are scoped like VirtualSecrets: the PVs copied for this
 	// binding, whose CSI Secrets must stay. The CSI Secret index is added
 	// unless the informer has it.
@@ -75,7 +84,7 @@ func New(opts Options) (*Controller, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	pods, err := dependents.NewPodReferences(opts.ClusterID, opts.MountNamespace, opts.VirtualPods, opts.VirtualNodes)
+	pods, err := dependents.NewPodReferences(ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID}, opts.MountNamespace, opts.VirtualPods, opts.VirtualNodes, opts.PhysicalPods)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -26,16 +27,21 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 )
 
 // The binding the Env stands for.
 const (
 	ClusterID      = "c1"
+	BindingUID     = types.UID("binding-c1")
 	MountNamespace = "mount"
 	// Node is a virtual node of the binding; pods on it count.
 	Node = "vnode-c1-worker"
 )
+
+// Owner is the identity of the binding's physical objects.
+var Owner = ownership.Owner{ClusterID: ClusterID, BindingUID: BindingUID}
 
 // Env is a Syncer over fake clusters.
 type Env struct {
@@ -80,7 +86,7 @@ func New(t *testing.T, virtual, physical []runtime.Object) *Env {
 	e.PhysicalInformers = kubeinformers.NewSharedInformerFactory(e.Physical, 0)
 	v, p := e.VirtualInformers.Core().V1(), e.PhysicalInformers.Core().V1()
 	s, err := dependents.New(dependents.Options{
-		ClusterID: ClusterID, MountNamespace: MountNamespace,
+		ClusterID: ClusterID, BindingUID: BindingUID, MountNamespace: MountNamespace,
 		VirtualClient: e.Virtual, PhysicalClient: e.Physical,
 		VirtualConfigMaps: v.ConfigMaps().Lister(), VirtualSecrets: v.Secrets().Lister(),
 		VirtualPVCs: v.PersistentVolumeClaims().Lister(), VirtualPVs: v.PersistentVolumes().Lister(),
@@ -151,7 +157,10 @@ func (e *Env) Context() context.Context {
 // SyncCaches fills the caches from the fake clusters the way the production
 // scopes would: virtual objects marked for the binding, physical objects
 // labelled managed-by (in the mount namespace, but for PVs), and the
-// virtual pods and nodes given to New or added since.
+// virtual pods and nodes given to New or added since. The physical caches
+// are wider than production's, which select the binding's identity: other
+// bindings' copies are in them, so tests show the Syncer leaves those alone
+// by itself.
 func (e *Env) SyncCaches() {
 	e.t.Helper()
 	v, p := e.VirtualInformers.Core().V1(), e.PhysicalInformers.Core().V1()

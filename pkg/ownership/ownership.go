@@ -1,0 +1,66 @@
+// Package ownership tells the objects one binding's syncer made in the
+// physical cluster from everyone else's: other bindings of the same or of
+// another virtual cluster sharing that physical cluster (and even its mount
+// namespace), and objects of older versions that carry no identity.
+//
+// Every physical object a syncer creates carries kubeocean.io/managed-by,
+// kubeocean.io/cluster-id=<clusterID> and kubeocean.io/binding-uid=<UID of
+// the ClusterBinding>. The cluster ID is readable but unique only within
+// one virtual cluster; the binding's UID is unique everywhere and lives
+// exactly as long as the binding, which is the unit of unbinding. So the
+// UID decides ownership: informers select on it, and nothing is updated or
+// deleted without it (or without a proof that a legacy object is ours, see
+// Legacy).
+package ownership
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// Owner is the identity of one binding.
+type Owner struct {
+	ClusterID  string
+	BindingUID types.UID
+}
+
+// Of is the identity of binding.
+func Of(binding *kubeoceanv1alpha1.ClusterBinding) Owner {
+	return Owner{ClusterID: binding.Spec.ClusterID, BindingUID: binding.UID}
+}
+
+// Stamp sets the identity labels on labels (which may be nil) and returns
+// them; labels a user copied from a virtual object are overwritten.
+func (o Owner) Stamp(labels map[string]string) map[string]string {
+	if labels == nil {
+		labels = make(map[string]string, 3)
+	}
+	labels[kubeoceanv1alpha1.LabelManagedBy] = kubeoceanv1alpha1.ManagedByKubeocean
+	labels[kubeoceanv1alpha1.LabelClusterID] = o.ClusterID
+	labels[kubeoceanv1alpha1.LabelBindingUID] = string(o.BindingUID)
+	return labels
+}
+
+// Selector selects the binding's objects.
+func (o Owner) Selector() string {
+	return kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean + "," +
+		kubeoceanv1alpha1.LabelBindingUID + "=" + string(o.BindingUID)
+}
+
+// Owns tells whether obj carries the binding's identity.
+func (o Owner) Owns(obj metav1.Object) bool {
+	return o.BindingUID != "" && obj.GetLabels()[kubeoceanv1alpha1.LabelBindingUID] == string(o.BindingUID)
+}
+
+// Legacy tells an object Kubeocean made before objects carried a binding's
+// identity: managed-by, but no binding UID. Whose it is only its mapping
+// can prove (the virtual object it names must name it back, with the same
+// UID where one is recorded); a syncer adopts it (stamps its identity) only
+// then, and otherwise never touches it.
+func Legacy(obj metav1.Object) bool {
+	labels := obj.GetLabels()
+	_, stamped := labels[kubeoceanv1alpha1.LabelBindingUID]
+	return !stamped && labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean
+}
