@@ -55,12 +55,14 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	leases, err := lease.New(lease.Options{
 		ClusterID: clusterID, Client: e.virtual.Kube.CoordinationV1(),
 		VirtualNodes: virtualNodes, PhysicalNodes: physicalNodes,
-		Leases:  v.Kube(ownedScope(clusterID, nodeLeaseNamespace)).Coordination().V1().Leases(),
-		Metrics: p.Metrics,
+		Leases:          v.Kube(ownedScope(clusterID, nodeLeaseNamespace)).Coordination().V1().Leases(),
+		PhysicalAnswers: e.physicalHealth.Answers,
+		Metrics:         p.Metrics,
 	})
 	if err != nil {
 		return nil, err
 	}
+	e.onPhysicalAnswers = append(e.onPhysicalAnswers, leases.EnqueueAll)
 	csiNodes, err := csinode.New(csinode.Options{
 		ClusterID: clusterID, VirtualClient: e.virtual.Kube.StorageV1(),
 		PhysicalCSINodes: ph.Kube(informers.Scope{}).Storage().V1().CSINodes(),

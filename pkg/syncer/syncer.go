@@ -5,6 +5,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/clusterhealth"
 	"github.com/kubeocean/kubeocean/pkg/events"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
@@ -52,19 +54,27 @@ type Options struct {
 	PhysicalBurst int
 }
 
-// clusterClients are the typed clients of one cluster.
+// clusterClients are the typed clients of one cluster: those of the
+// controllers, which fail fast, and those the informers list and watch
+// with, which wait for an apiserver that does not answer (see
+// clusterhealth.WaitForAnswer).
 type clusterClients struct {
 	Kube      kubernetes.Interface
 	Kubeocean kubeoceanclient.Interface
+
+	ListWatchKube      kubernetes.Interface
+	ListWatchKubeocean kubeoceanclient.Interface
 }
 
 func newClusterClients(config *rest.Config) (clusterClients, error) {
-	kube, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return clusterClients{}, err
-	}
-	ocean, err := kubeoceanclient.NewForConfig(config)
-	return clusterClients{Kube: kube, Kubeocean: ocean}, err
+	var c clusterClients
+	var errs [4]error
+	c.Kube, errs[0] = kubernetes.NewForConfig(config)
+	c.Kubeocean, errs[1] = kubeoceanclient.NewForConfig(config)
+	waiting := clusterhealth.WaitForAnswer(config)
+	c.ListWatchKube, errs[2] = kubernetes.NewForConfig(waiting)
+	c.ListWatchKubeocean, errs[3] = kubeoceanclient.NewForConfig(waiting)
+	return c, errors.Join(errs[:]...)
 }
 
 // Setup returns the app.Setup of a syncer for opts.BindingName.
@@ -85,6 +95,20 @@ type syncerEnv struct {
 	// every controller has asked for its informers.
 	virtualInformers, physicalInformers *informers.Cluster
 	physicalRecorder                    record.EventRecorderLogger
+	// physicalHealth probes the physical apiserver; onPhysicalAnswers are
+	// called, from its goroutine, when it answers again after an outage.
+	// Both are set up before anything runs.
+	physicalHealth    *clusterhealth.Prober
+	onPhysicalAnswers []func()
+}
+
+func (e *syncerEnv) physicalAnswerChanged(answers bool) {
+	if !answers {
+		return
+	}
+	for _, fn := range e.onPhysicalAnswers {
+		fn()
+	}
 }
 
 func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, error) {
@@ -117,10 +141,13 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	recorder, stopRecorder := events.NewRecorder(ctx, physical.Kube, Component)
 	env := &syncerEnv{
 		opts: opts, process: p, binding: binding, virtual: virtual, physical: physical,
-		virtualInformers:  informers.NewCluster("virtual", p.Kube, virtual.Kubeocean, 0),
-		physicalInformers: informers.NewCluster(binding.Name, physical.Kube, physical.Kubeocean, 0),
+		virtualInformers:  informers.NewCluster("virtual", virtual.ListWatchKube, virtual.ListWatchKubeocean, 0),
+		physicalInformers: informers.NewCluster(binding.Name, physical.ListWatchKube, physical.ListWatchKubeocean, 0),
 		physicalRecorder:  recorder,
 	}
+	env.physicalHealth = clusterhealth.NewProber(clusterhealth.ProberOptions{
+		Name: "physical", Client: physical.Kube.Discovery().RESTClient(), OnChange: env.physicalAnswerChanged,
+	})
 	runnables, err := bottomUpControllers(env)
 	if err == nil {
 		var topDown []app.Runnable
@@ -147,6 +174,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 			return nil
 		}},
 		app.Runnable{Name: "binding-watch", Run: env.watchBinding},
+		app.Runnable{Name: "physical-prober", Run: env.physicalHealth.Run},
 	), nil
 }
 

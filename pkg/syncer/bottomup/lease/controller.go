@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -57,6 +58,12 @@ type Options struct {
 	Leases coordinationinformers.LeaseInformer
 	// PhysicalNodes is an informer on the physical cluster's nodes.
 	PhysicalNodes corev1informers.NodeInformer
+	// PhysicalAnswers tells whether the physical apiserver answered lately
+	// (a clusterhealth.Prober). While it does not, no Lease is renewed: the
+	// cached physical nodes say nothing about the physical cluster any
+	// more, and a syncer restarted during the outage could not renew
+	// either. nil means always.
+	PhysicalAnswers func() bool
 	// RenewInterval is how often a Lease is renewed; default
 	// DefaultRenewInterval. It must be shorter than LeaseDuration.
 	RenewInterval time.Duration
@@ -79,6 +86,7 @@ type Controller struct {
 	virtualNodes  corev1listers.NodeLister
 	leases        coordinationlisters.LeaseLister
 	physicalNodes corev1listers.NodeLister
+	answers       func() bool
 	renewInterval time.Duration
 	leaseDuration time.Duration
 	clock         clock.PassiveClock
@@ -96,6 +104,7 @@ func New(opts Options) (*Controller, error) {
 		virtualNodes:  opts.VirtualNodes.Lister(),
 		leases:        opts.Leases.Lister(),
 		physicalNodes: opts.PhysicalNodes.Lister(),
+		answers:       opts.PhysicalAnswers,
 		renewInterval: opts.RenewInterval,
 		leaseDuration: opts.LeaseDuration,
 		clock:         opts.Clock,
@@ -132,6 +141,9 @@ func (opts *Options) defaultAndValidate() error {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.PhysicalAnswers == nil {
+		opts.PhysicalAnswers = func() bool { return true }
 	}
 	var errs []error
 	if opts.ClusterID == "" {
@@ -203,6 +215,20 @@ func (c *Controller) physicalNodeHandler() controller.Handler[*corev1.Node, stri
 		Changed: func(oldNode, newNode *corev1.Node) bool {
 			return nodeReady(oldNode) != nodeReady(newNode)
 		},
+	}
+}
+
+// EnqueueAll reconciles the Lease of every virtual node of the binding, as
+// when the physical apiserver answers again after an outage.
+func (c *Controller) EnqueueAll() {
+	nodes, err := c.virtualNodes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, node := range nodes {
+		if c.ownsVirtualNode(node) {
+			c.Enqueue(node.Name)
+		}
 	}
 }
 

@@ -40,6 +40,8 @@ type fixture struct {
 	leases        cache.Indexer
 	physicalNodes cache.Indexer
 	c             *Controller
+	// physicalDown is what the physical apiserver prober says.
+	physicalDown bool
 }
 
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
@@ -54,12 +56,13 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	virtual := kubeinformers.NewSharedInformerFactory(f.client, 0)
 	physical := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
 	c, err := New(Options{
-		ClusterID:     testClusterID,
-		Client:        f.client.CoordinationV1(),
-		VirtualNodes:  virtual.Core().V1().Nodes(),
-		Leases:        virtual.Coordination().V1().Leases(),
-		PhysicalNodes: physical.Core().V1().Nodes(),
-		Clock:         f.clock,
+		ClusterID:       testClusterID,
+		Client:          f.client.CoordinationV1(),
+		VirtualNodes:    virtual.Core().V1().Nodes(),
+		Leases:          virtual.Coordination().V1().Leases(),
+		PhysicalNodes:   physical.Core().V1().Nodes(),
+		Clock:           f.clock,
+		PhysicalAnswers: func() bool { return !f.physicalDown },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -47,6 +47,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 
 	physicalName := naming.PhysicalNodeNameOf(node)
 	ready := c.physicalNodeReady(physicalName)
+	if ready && !c.answers() {
+		// The cache still says Ready, but nothing has been heard from the
+		// physical cluster lately: let the Lease expire as a restarted
+		// syncer, which cannot read the physical cluster, would. The
+		// prober enqueues every Lease once the apiserver answers again.
+		logger.V(2).Info("The physical apiserver does not answer; not renewing the lease", "node", klog.KObj(node))
+		ready = false
+	}
 	now := c.clock.Now()
 	renew, wait := c.renewalDue(lease, now)
 	if !ready {
