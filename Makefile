@@ -9,7 +9,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Packages that start real control planes (etcd, kube-apiserver, ...).
 INTEGRATION_PKGS := ./test/...
 
-.PHONY: all build test test-unit test-integration test-demo demo images verify codegen crds testbin fmt vet clean bench-bottomup bench-topdown
+.PHONY: all build test test-unit test-integration test-demo demo images verify verify-cold codegen crds testbin fmt vet clean bench-bottomup bench-topdown
 
 all: build
 
@@ -29,6 +29,11 @@ verify: vet
 	hack/verify-codegen.sh
 	hack/verify-crds.sh
 
+## verify-cold: the module build, the generators and hack/testbin.sh from an
+## empty module cache and an empty binary cache, as a new machine runs them
+verify-cold:
+	hack/verify-cold.sh
+
 vet:
 	$(GO) vet ./...
 
@@ -36,7 +41,7 @@ vet:
 testbin:
 	hack/testbin.sh
 
-test: verify test-unit test-integration test-demo
+test: verify verify-cold test-unit test-integration test-demo
 
 test-unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)

@@ -35,11 +35,13 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		Bindings: bindings, Policies: policies, PhysicalNodes: physicalNodes,
 		ForeignPods:  ph.PodsWithoutIndexes(foreignPodScope()),
 		VirtualNodes: virtualNodes, VirtualPods: virtualPods,
-		Recorder: p.Recorder, Metrics: p.Metrics,
+		PhysicalAnswers: e.physicalHealth.Answers,
+		Recorder:        p.Recorder, Metrics: p.Metrics,
 	})
 	if err != nil {
 		return nil, err
 	}
+	e.onPhysicalAnswers = append(e.onPhysicalAnswers, nodes.EnqueueAll)
 	policyController, err := policy.New(policy.Options{
 		BindingName: e.binding.Name, Client: e.physical.Kubeocean.KubeoceanV1alpha1(),
 		Policies: policies, VirtualNodes: virtualNodes,

@@ -92,6 +92,7 @@ type Cluster struct {
 
 	mu       sync.Mutex
 	procs    []*process // in start order
+	resumers []func()   // of paused components
 	stopping bool
 	stopOnce sync.Once
 }
@@ -262,8 +263,11 @@ func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
 		c.mu.Lock()
 		c.stopping = true
-		procs := c.procs
+		procs, resumers := c.procs, c.resumers
 		c.mu.Unlock()
+		for _, resume := range resumers {
+			resume() // a stopped process takes no SIGTERM
+		}
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].stop()
 		}

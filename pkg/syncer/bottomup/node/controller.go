@@ -62,6 +62,13 @@ type Options struct {
 	// VirtualPods are the virtual cluster's pods, to drain virtual nodes.
 	VirtualPods corev1informers.PodInformer
 
+	// PhysicalAnswers tells whether the physical apiserver answered lately
+	// (a clusterhealth.Prober). While it does not, the cached physical
+	// node's Ready condition is stale: the virtual node's is left to the
+	// virtual cluster's node lifecycle controller, which marks it Unknown
+	// once the Lease expires. nil means always.
+	PhysicalAnswers func() bool
+
 	Recorder record.EventRecorder
 	Metrics  *controller.Metrics
 	Clock    clock.WithTicker
@@ -82,6 +89,7 @@ type Controller struct {
 	virtualPods            cache.Indexer
 	recorder               record.EventRecorder
 	clock                  clock.WithTicker
+	physicalAnswers        func() bool
 	// frozen are the nodes left as they are while a spec they depend on
 	// cannot be evaluated.
 	frozen *frozenNodes
@@ -92,23 +100,27 @@ func New(opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.PhysicalAnswers == nil {
+		opts.PhysicalAnswers = func() bool { return true }
+	}
 	if err := addNodeNameIndex(opts.VirtualPods.Informer(), podNodeName); err != nil {
 		return nil, err
 	}
 	c := &Controller{
-		bindingName:   opts.BindingName,
-		clusterID:     opts.ClusterID,
-		nodesClient:   opts.VirtualNodesClient,
-		podsClient:    opts.VirtualPodsClient,
-		bindings:      opts.Bindings.Lister(),
-		policies:      opts.Policies.Lister(),
-		physicalNodes: opts.PhysicalNodes.Lister(),
-		foreignUsage:  resources.NewUsageByNode(),
-		virtualNodes:  opts.VirtualNodes.Lister(),
-		virtualPods:   opts.VirtualPods.Informer().GetIndexer(),
-		recorder:      opts.Recorder,
-		clock:         opts.Clock,
-		frozen:        newFrozenNodes(),
+		bindingName:     opts.BindingName,
+		clusterID:       opts.ClusterID,
+		nodesClient:     opts.VirtualNodesClient,
+		podsClient:      opts.VirtualPodsClient,
+		bindings:        opts.Bindings.Lister(),
+		policies:        opts.Policies.Lister(),
+		physicalNodes:   opts.PhysicalNodes.Lister(),
+		foreignUsage:    resources.NewUsageByNode(),
+		virtualNodes:    opts.VirtualNodes.Lister(),
+		virtualPods:     opts.VirtualPods.Informer().GetIndexer(),
+		recorder:        opts.Recorder,
+		clock:           opts.Clock,
+		physicalAnswers: opts.PhysicalAnswers,
+		frozen:          newFrozenNodes(),
 	}
 	c.Controller = controller.New(controller.Options[string]{
 		Name:      ControllerName,
@@ -177,6 +189,14 @@ func (c *Controller) registerHandlers(opts Options) error {
 		}
 	}
 	return nil
+}
+
+// EnqueueAll reconciles every node of the binding, as when the physical
+// apiserver answers again after an outage.
+func (c *Controller) EnqueueAll() {
+	for _, key := range c.allNodeKeys(nil) {
+		c.Enqueue(key)
+	}
 }
 
 // allNodeKeys: a binding change may affect every physical node and every

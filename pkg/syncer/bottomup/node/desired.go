@@ -121,3 +121,20 @@ func desiredStatus(current corev1.NodeStatus, want corev1.NodeStatus) corev1.Nod
 	merged.Conditions = conditions
 	return *merged
 }
+
+// keepCondition returns conditions with the condition of type typ as it is
+// in current (left out when current has none).
+func keepCondition(conditions, current []corev1.NodeCondition, typ corev1.NodeConditionType) []corev1.NodeCondition {
+	out := make([]corev1.NodeCondition, 0, len(conditions))
+	for _, c := range conditions {
+		if c.Type != typ {
+			out = append(out, c)
+		}
+	}
+	for _, c := range current {
+		if c.Type == typ {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -135,6 +135,9 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 		logger.V(2).Info("Updated virtual node metadata", "node", klog.KObj(updated))
 	}
 	status := desiredStatus(updated.Status, desired.status)
+	if !c.physicalAnswers() {
+		status.Conditions = keepCondition(status.Conditions, updated.Status.Conditions, corev1.NodeReady)
+	}
 	if !equality.Semantic.DeepEqual(status, updated.Status) {
 		// A shallow copy: only the status differs, and the client only
 		// reads what it sends.
