@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -94,6 +96,10 @@ type syncerEnv struct {
 	// virtualInformers and physicalInformers are started by setup once
 	// every controller has asked for its informers.
 	virtualInformers, physicalInformers *informers.Cluster
+	// virtualMetadata holds metadata-only informers of the virtual
+	// cluster, for events about objects the syncer does not otherwise
+	// cache (a pod's ConfigMap appearing).
+	virtualMetadata metadatainformer.SharedInformerFactory
 	physicalRecorder                    record.EventRecorderLogger
 	// physicalHealth probes the physical apiserver; onPhysicalAnswers are
 	// called, from its goroutine, when it answers again after an outage.
@@ -145,6 +151,12 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		physicalInformers: informers.NewCluster(binding.Name, physical.ListWatchKube, physical.ListWatchKubeocean, 0),
 		physicalRecorder:  recorder,
 	}
+	virtualMetadata, err := metadata.NewForConfig(clusterhealth.WaitForAnswer(p.Config))
+	if err != nil {
+		stopRecorder()
+		return nil, err
+	}
+	env.virtualMetadata = metadatainformer.NewSharedInformerFactory(virtualMetadata, 0)
 	env.physicalHealth = clusterhealth.NewProber(clusterhealth.ProberOptions{
 		Name: "physical", Client: physical.Kube.Discovery().RESTClient(), OnChange: env.physicalAnswerChanged,
 	})
@@ -167,9 +179,11 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 			// that Shutdown below has informers that stop to wait for.
 			env.virtualInformers.Start(ctx)
 			env.physicalInformers.Start(ctx)
+			env.virtualMetadata.Start(ctx.Done())
 			<-ctx.Done()
 			env.virtualInformers.Shutdown()
 			env.physicalInformers.Shutdown()
+			env.virtualMetadata.Shutdown()
 			stopRecorder()
 			return nil
 		}},

@@ -1,6 +1,10 @@
 package syncer
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/informers"
@@ -55,7 +59,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		VirtualClient: e.virtual.Kube.CoreV1(), PhysicalClient: e.physical.Kube.CoreV1(),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes,
 		PhysicalPods: copies.Pods(), PhysicalSecrets: copies.Secrets(),
-		Dependents: deps, Recorder: p.Recorder, Metrics: p.Metrics,
+		Dependents: deps, DependencyEvents: e.dependencyEvents(), Recorder: p.Recorder, Metrics: p.Metrics,
 	})
 	if err != nil {
 		return nil, err
@@ -100,4 +104,35 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		app.ControllerRunnable(claims.Controller, workers),
 		app.ControllerRunnable(volumes.Controller, workers),
 	}, nil
+}
+
+// dependencyEvents are metadata-only informers on every ConfigMap, Secret
+// and PersistentVolumeClaim of the virtual cluster, which wake the pods
+// waiting for one; only names and versions are kept.
+func (e *syncerEnv) dependencyEvents() map[string]cache.SharedIndexInformer {
+	resources := map[string]string{
+		dependents.KindConfigMap: "configmaps",
+		dependents.KindSecret:    "secrets",
+		dependents.KindPVC:       "persistentvolumeclaims",
+	}
+	out := make(map[string]cache.SharedIndexInformer, len(resources))
+	for kind, resource := range resources {
+		informer := e.virtualMetadata.ForResource(corev1.SchemeGroupVersion.WithResource(resource)).Informer()
+		// Cannot fail before the informer starts.
+		_ = informer.SetTransform(nameAndVersionOnly)
+		out[kind] = informer
+	}
+	return out
+}
+
+// nameAndVersionOnly keeps what telling objects apart and their changes
+// needs.
+func nameAndVersionOnly(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+	}}, nil
 }

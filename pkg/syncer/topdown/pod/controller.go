@@ -103,6 +103,12 @@ type Options struct {
 	// Dependents copies ConfigMaps, Secrets and PVCs to the physical
 	// cluster; *dependents.Syncer.
 	Dependents Dependents
+	// DependencyEvents are informers on the virtual cluster's ConfigMaps,
+	// Secrets and PersistentVolumeClaims (metadata only will do), keyed by
+	// kind (dependents.KindConfigMap, ...). A pod waiting for one of them
+	// is reconciled as soon as it appears or changes, rather than on its
+	// retry backoff. Optional: without them waiting pods only retry.
+	DependencyEvents map[string]cache.SharedIndexInformer
 	// Recorder records events on virtual pods: it writes to the virtual
 	// cluster.
 	Recorder record.EventRecorder
@@ -132,6 +138,7 @@ type Controller struct {
 	recorder        record.EventRecorder
 	clock           clock.WithTicker
 	created         createdPods
+	waiters         *waiters
 }
 
 // New builds the controller and registers its event handlers and index; it
@@ -159,6 +166,7 @@ func New(opts Options) (*Controller, error) {
 		dependents:      opts.Dependents,
 		recorder:        opts.Recorder,
 		clock:           opts.Clock,
+		waiters:         newWaiters(),
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -252,6 +260,13 @@ func (c *Controller) registerHandlers(opts Options) error {
 		{"physical token secret", opts.PhysicalSecrets.Informer(), controller.Handler[*corev1.Secret, cache.ObjectName]{
 			Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Secret], Filter: c.isTokenSecret,
 		}},
+	}
+	for kind, informer := range opts.DependencyEvents {
+		handlers = append(handlers, struct {
+			what     string
+			informer cache.SharedIndexInformer
+			handler  cache.ResourceEventHandler
+		}{"virtual " + kind, informer, c.waiters.handler(kind, c.Enqueue)})
 	}
 	for _, h := range handlers {
 		if err := c.Watch(h.informer, h.handler); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
@@ -53,6 +54,7 @@ func (c *Controller) resolveDependencies(ctx context.Context, virtual *corev1.Po
 		pvcs:       make(map[string]string, len(refs.PVCs)),
 	}
 	var notReady, conflicts []string
+	var waiting []dependency
 	var errs []error
 	ensure := func(ensureFn func(context.Context, string, string) (string, error), list []string, requiredNames sets.Set[string], into map[string]string) {
 		for _, name := range list {
@@ -67,6 +69,7 @@ func (c *Controller) resolveDependencies(ctx context.Context, virtual *corev1.Po
 				// filled, which the kubelet accepts for optional ones.
 			case errors.As(err, &notReadyErr):
 				notReady = append(notReady, err.Error())
+				waiting = append(waiting, waitedFor(notReadyErr))
 			case errors.As(err, &conflictErr):
 				conflicts = append(conflicts, err.Error())
 			default:
@@ -77,6 +80,7 @@ func (c *Controller) resolveDependencies(ctx context.Context, virtual *corev1.Po
 	ensure(c.dependents.EnsureConfigMap, refs.ConfigMaps, required.configMaps, names.configMaps)
 	ensure(c.dependents.EnsureSecret, refs.Secrets, required.secrets, names.secrets)
 	ensure(c.dependents.EnsurePVC, refs.PVCs, required.pvcs, names.pvcs)
+	c.waiters.set(cache.MetaObjectToName(virtual), waiting)
 
 	switch {
 	case len(conflicts) > 0:

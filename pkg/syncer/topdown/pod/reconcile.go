@@ -69,6 +69,7 @@ func (c *Controller) mappingOf(virtual *corev1.Pod) (mapping, error) {
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (controller.Result, error) {
 	virtual, err := c.virtualPods.Pods(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		c.waiters.set(key, nil)
 		return controller.Result{}, c.cleanUpAfter(ctx, key)
 	}
 	if err != nil {
