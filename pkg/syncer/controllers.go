@@ -34,7 +34,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		Bindings: bindings, Policies: policies, PhysicalNodes: physicalNodes,
 		ForeignPods:  ph.PodsWithoutIndexes(foreignPodScope()),
 		VirtualNodes: virtualNodes, VirtualPods: virtualPods,
-		Recorder: p.Recorder, Metrics: p.Metrics,
+		Recorder: p.Recorder, Metrics: p.Metrics, KubeletEndpoint: e.kubeletEndpoint,
 	})
 	if err != nil {
 		return nil, err

@@ -65,6 +65,9 @@ type Options struct {
 	Recorder record.EventRecorder
 	Metrics  *controller.Metrics
 	Clock    clock.WithTicker
+	// KubeletEndpoint, when set, gives each virtual node the kubelet
+	// endpoint the syncer serves for it; nil copies the physical node's.
+	KubeletEndpoint KubeletEndpointFunc
 }
 
 // Controller reconciles physical node names into virtual nodes.
@@ -82,6 +85,7 @@ type Controller struct {
 	virtualPods            cache.Indexer
 	recorder               record.EventRecorder
 	clock                  clock.WithTicker
+	kubeletEndpoint        KubeletEndpointFunc
 }
 
 // New builds the controller and registers its event handlers.
@@ -93,18 +97,19 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		bindingName:   opts.BindingName,
-		clusterID:     opts.ClusterID,
-		nodesClient:   opts.VirtualNodesClient,
-		podsClient:    opts.VirtualPodsClient,
-		bindings:      opts.Bindings.Lister(),
-		policies:      opts.Policies.Lister(),
-		physicalNodes: opts.PhysicalNodes.Lister(),
-		foreignUsage:  resources.NewUsageByNode(),
-		virtualNodes:  opts.VirtualNodes.Lister(),
-		virtualPods:   opts.VirtualPods.Informer().GetIndexer(),
-		recorder:      opts.Recorder,
-		clock:         opts.Clock,
+		bindingName:     opts.BindingName,
+		clusterID:       opts.ClusterID,
+		nodesClient:     opts.VirtualNodesClient,
+		podsClient:      opts.VirtualPodsClient,
+		bindings:        opts.Bindings.Lister(),
+		policies:        opts.Policies.Lister(),
+		physicalNodes:   opts.PhysicalNodes.Lister(),
+		foreignUsage:    resources.NewUsageByNode(),
+		virtualNodes:    opts.VirtualNodes.Lister(),
+		virtualPods:     opts.VirtualPods.Informer().GetIndexer(),
+		recorder:        opts.Recorder,
+		clock:           opts.Clock,
+		kubeletEndpoint: opts.KubeletEndpoint,
 	}
 	c.Controller = controller.New(controller.Options[string]{
 		Name:      ControllerName,
