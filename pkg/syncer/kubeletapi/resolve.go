@@ -60,13 +60,21 @@ func (r *resolver) pod(node, namespace, name, container string) (physicalPod, er
 		Name:      pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName],
 		Node:      node,
 	}
-	if target.Name == "" || target.Namespace != r.mountNamespace {
+	if target.Name == "" || target.Namespace != r.mountNamespace || !r.physicalExists(target) {
 		return physicalPod{}, notFound("pod %s/%s has not been created in the physical cluster yet", namespace, name)
 	}
 	if container != "" && !hasContainer(pod, container) {
 		return physicalPod{}, notFound("container %s is not valid for pod %s/%s", container, namespace, name)
 	}
 	return target, nil
+}
+
+// physicalExists reports whether the physical pod is in the cache: the
+// mapping annotations are written before the pod is created, and a pod
+// the cache does not hold must not cost a physical request.
+func (r *resolver) physicalExists(target physicalPod) bool {
+	_, err := r.physicalPods.Pods(target.Namespace).Get(target.Name)
+	return err == nil
 }
 
 func hasContainer(pod *corev1.Pod, name string) bool {

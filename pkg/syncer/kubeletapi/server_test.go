@@ -67,9 +67,14 @@ func virtualPod(ns, name, node string, mapped bool) *corev1.Pod {
 func newTestNodeServer(t *testing.T, seen *[]authorizer.Attributes, pods ...*corev1.Pod) (*nodeServer, *fake.Clientset) {
 	t.Helper()
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	physicalPods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, p := range pods {
 		if err := indexer.Add(p); err != nil {
 			t.Fatal(err)
+		}
+		// Pods named "created-*" are mapped but not in the physical cache.
+		if name := p.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]; name != "" && !strings.HasPrefix(p.Name, "created-") {
+			_ = physicalPods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testMount, Name: name}})
 		}
 	}
 	metrics, err := NewMetrics(prometheus.NewRegistry())
@@ -77,10 +82,9 @@ func newTestNodeServer(t *testing.T, seen *[]authorizer.Attributes, pods ...*cor
 		t.Fatal(err)
 	}
 	physical := fake.NewClientset()
-	empty := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	return &nodeServer{
 		node: testNode, auth: testAuth(seen), physical: physical, metrics: metrics,
-		resolver: &resolver{virtualPods: corelisters.NewPodLister(indexer), physicalPods: corelisters.NewPodLister(empty), mountNamespace: testMount},
+		resolver: &resolver{virtualPods: corelisters.NewPodLister(indexer), physicalPods: corelisters.NewPodLister(physicalPods), mountNamespace: testMount},
 	}, physical
 }
 
@@ -107,6 +111,7 @@ func TestContainerLogs(t *testing.T) {
 	s, physical := newTestNodeServer(t, &seen,
 		virtualPod("a", "web", testNode, true),
 		virtualPod("a", "pending", testNode, false),
+		virtualPod("a", "created-not-yet", testNode, true),
 		virtualPod("a", "elsewhere", "vnode-c2-n1", true),
 	)
 	server := httptest.NewServer(s.handler())
@@ -122,6 +127,7 @@ func TestContainerLogs(t *testing.T) {
 		{"unknown pod", "/containerLogs/a/nope/app", "admin", http.StatusNotFound, "pod a/nope not found"},
 		{"another node", "/containerLogs/a/elsewhere/app", "admin", http.StatusNotFound, "does not run on node " + testNode},
 		{"not created yet", "/containerLogs/a/pending/app", "admin", http.StatusNotFound, "not been created in the physical cluster yet"},
+		{"mapped, not in the physical cache", "/containerLogs/a/created-not-yet/app", "admin", http.StatusNotFound, "not been created in the physical cluster yet"},
 		{"unknown container", "/containerLogs/a/web/db", "admin", http.StatusNotFound, "container db is not valid for pod a/web"},
 		{"bad options", "/containerLogs/a/web/app?tailLines=x", "admin", http.StatusBadRequest, "invalid log options"},
 		{"logs", "/containerLogs/a/web/app?follow=true&tailLines=10&timestamps=true", "admin", http.StatusOK, "fake logs"},
@@ -179,7 +185,7 @@ func TestRequestAttributes(t *testing.T) {
 func TestStreamProxy(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		want := "/api/v1/namespaces/" + testMount + "/pods/web-physical/exec"
-		if r.URL.Path != want || r.URL.Query().Get("container") != "app" || r.URL.Query().Get("command") != "date" ||
+		if r.URL.Path != want || r.URL.Query().Get("container") != "app" || r.URL.Query().Get("command") != "date" || r.URL.Query().Get("stdout") != "1" || r.URL.Query().Has("output") ||
 			r.Header.Get("Authorization") != "Bearer syncer" {
 			http.Error(w, fmt.Sprintf("unexpected %s %v %q", r.URL.Path, r.URL.Query(), r.Header.Get("Authorization")), http.StatusTeapot)
 			return

@@ -71,13 +71,32 @@ func upgradeTransport(config *rest.Config) (proxy.UpgradeRequestRoundTripper, er
 	return proxy.NewUpgradeRequestRoundTripper(rt, wrapped), nil
 }
 
-// serve proxies r to subresource of target, with the container (for exec
-// and attach) moved from the kubelet's path into the query.
-func (p *streamProxy) serve(w http.ResponseWriter, r *http.Request, target physicalPod, subresource, container string, responder proxy.ErrorResponder) {
-	query := r.URL.Query()
+// kubeletToPodParams renames the kubelet's streaming query parameters to
+// those of the pods/exec, pods/attach and pods/portforward API (the
+// apiserver renames them the other way when it calls a kubelet).
+var kubeletToPodParams = map[string]string{
+	"input": "stdin", "output": "stdout", "error": "stderr", "port": "ports",
+}
+
+// podQuery is the physical subresource's query for a kubelet query, with
+// the container (exec and attach) moved from the kubelet's path into it.
+func podQuery(kubelet url.Values, container string) url.Values {
+	query := url.Values{}
+	for key, values := range kubelet {
+		if renamed, ok := kubeletToPodParams[key]; ok {
+			key = renamed
+		}
+		query[key] = append(query[key], values...)
+	}
 	if container != "" {
 		query.Set("container", container)
 	}
+	return query
+}
+
+// serve proxies r to subresource of target.
+func (p *streamProxy) serve(w http.ResponseWriter, r *http.Request, target physicalPod, subresource, container string, responder proxy.ErrorResponder) {
+	query := podQuery(r.URL.Query(), container)
 	location := *p.host
 	location.Path = strings.TrimSuffix(location.Path, "/") +
 		fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/%s", target.Namespace, target.Name, subresource)
