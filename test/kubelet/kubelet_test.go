@@ -183,27 +183,12 @@ func TestKubeletAPI(t *testing.T) {
 	})
 
 	t.Run("logs -f ends with the client", func(t *testing.T) {
-		followCtx, cancel := context.WithCancel(ctx)
-		path, _ := controlplane.KubectlPath()
-		cmd := exec.CommandContext(followCtx, path, "--kubeconfig="+admin, "logs", "-f", "-n", "team-a", "web")
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 256)
-		var got string
-		for !strings.Contains(got, logLines[2]) {
-			n, err := stdout.Read(buf)
-			if err != nil {
-				t.Fatalf("reading the follow: %v (got %q)", err, got)
-			}
-			got += string(buf[:n])
-		}
+		cancel, wait := streamUntil(t, admin, logLines[2], "logs", "-f", "-n", "team-a", "web")
 		if followers := logGoroutines(); followers == 0 {
 			t.Error("no log stream is being served during the follow")
 		}
 		cancel()
-		_ = cmd.Wait()
+		wait()
 		testenv.WaitFor(t, 30*time.Second, "the log stream is closed once kubectl is gone", func(context.Context) (bool, error) {
 			n := logGoroutines()
 			return n == 0, fmt.Errorf("%d goroutines still serve or read logs", n)
@@ -232,6 +217,25 @@ func TestKubeletAPI(t *testing.T) {
 		out, code, err = kubectl(ctx, admin, "ping through stdin\n", "exec", "-i", "-n", "team-a", "web", "--", "sh", "-c", "read line; echo got $line")
 		if err != nil || code != 0 || out != "got ping through stdin\n" {
 			t.Fatalf("exec -i: code %d, %v, %q", code, err, out)
+		}
+	})
+
+	// kwok's attach streams nothing for a pod without stdin: the check is
+	// that the session is set up through the syncer, as it is straight
+	// into the physical pod, and stays up until the client leaves.
+	t.Run("attach", func(t *testing.T) {
+		for _, kubeconfig := range []string{admin, physicalCluster.KubeconfigPath} {
+			ns, pod := "team-a", "web"
+			if kubeconfig != admin {
+				ns, pod = w.Mount, physicalName(t, w, "team-a", "web")
+			}
+			attachCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			path, _ := controlplane.KubectlPath()
+			out, err := exec.CommandContext(attachCtx, path, "--kubeconfig="+kubeconfig, "attach", "-n", ns, pod, "-c", "app").CombinedOutput()
+			cancel()
+			if attachCtx.Err() == nil || !strings.Contains(string(out), "If you don't see a command prompt") || strings.Contains(string(out), "error") {
+				t.Errorf("attach to %s/%s: %v: %s; want a session that lasts until kubectl is stopped", ns, pod, err, out)
+			}
 		}
 	})
 
@@ -326,6 +330,34 @@ func TestKubeletAPI(t *testing.T) {
 			t.Errorf("healthz: %q", out)
 		}
 	})
+}
+
+// streamUntil runs a kubectl that streams until it is stopped, and reads
+// its output until want shows; it returns how to stop it and wait for it.
+func streamUntil(t *testing.T, kubeconfig, want string, args ...string) (cancel func(), wait func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	path, _ := controlplane.KubectlPath()
+	cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	buf := make([]byte, 256)
+	var got string
+	for !strings.Contains(got, want) {
+		n, err := stdout.Read(buf)
+		if err != nil {
+			cancel()
+			_ = cmd.Wait()
+			t.Fatalf("kubectl %v: %v (got %q, stderr %q)", args, err, got, stderr.String())
+		}
+		got += string(buf[:n])
+	}
+	return cancel, func() { _ = cmd.Wait() }
 }
 
 func physicalName(t *testing.T, w *testenv.SyncerWorld, ns, name string) string {

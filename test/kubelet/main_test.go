@@ -1,8 +1,8 @@
 // Package kubelet tests the kubelet API of virtual nodes on real clusters:
 // the virtual apiserver reaches a virtual node's kubelet API in the syncer,
 // which serves it through the physical apiserver from the physical node,
-// whose kubelet API kwok serves (logs from a file, exec as local commands,
-// port-forward to a local listener).
+// whose kubelet API kwok serves (logs and attach from a file, exec as local
+// commands, port-forward to a local listener).
 package kubelet
 
 import (
@@ -92,6 +92,14 @@ spec:
     follow: true
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterAttach
+metadata:
+  name: all
+spec:
+  attaches:
+  - logsFile: %q
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterExec
 metadata:
   name: all
@@ -110,7 +118,7 @@ spec:
     target:
       port: %d
       address: 127.0.0.1
-`, logFile, logFile, dir, echoPort)
+`, logFile, logFile, logFile, dir, echoPort)
 	configFile := filepath.Join(dir, "kwok-kubelet.yaml")
 	if err := os.WriteFile(logFile, []byte(log), 0o644); err != nil {
 		return nil, err
