@@ -57,7 +57,7 @@ func lend(t *testing.T) (*testenv.SyncerWorld, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	address := kubeletAddress()
+	address := nodeIP
 	kubelet := syncer.NewKubeletOptions()
 	kubelet.Address, kubelet.BindAddress = address, address
 	kubelet.PortRange = fmt.Sprintf("%d-%d", first, first+2)
@@ -320,6 +320,31 @@ func TestKubeletAPI(t *testing.T) {
 		if after := physicalLogRequests(t); after != before+1 {
 			t.Errorf("physical pods/log requests went from %d to %d, want one more (the allowed read)", before, after)
 		}
+	})
+
+	t.Run("metrics/resource through the virtual apiserver", func(t *testing.T) {
+		if strings.Contains(kubeletURL, "127.0.0.1") {
+			t.Skip("the apiserver does not proxy nodes/proxy to loopback addresses, and the host has no other")
+		}
+		// kwok registers a node's pods on its first scrape and reports them
+		// from the next one on.
+		var out string
+		testenv.WaitFor(t, 30*time.Second, "pod series in the virtual node's metrics", func(ctx context.Context) (bool, error) {
+			out = mustKubectl(t, admin, "get", "--raw", "/api/v1/nodes/"+vnode+"/proxy/metrics/resource")
+			return strings.Contains(out, "pod_cpu_usage_seconds_total{"), nil
+		})
+		for _, want := range []string{`namespace="team-a",pod="web"`, `namespace="team-b",pod="web"`, "node_cpu_usage_seconds_total"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s missing in\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, w.Mount) {
+			t.Errorf("physical names leak:\n%s", out)
+		}
+		if t.Failed() {
+			t.Logf("the physical node's:\n%s", mustKubectl(t, physicalCluster.KubeconfigPath, "get", "--raw", "/api/v1/nodes/"+physNode+"/proxy/metrics/resource"))
+		}
+		t.Logf("kubectl get --raw /api/v1/nodes/%s/proxy/metrics/resource:\n%s", vnode, out)
 	})
 
 	t.Run("healthz through the virtual apiserver", func(t *testing.T) {

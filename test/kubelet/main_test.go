@@ -11,7 +11,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/kubeocean/kubeocean/test/controlplane"
@@ -23,6 +25,10 @@ var virtualCluster, physicalCluster *controlplane.Cluster
 // logLines are what kwok serves as every container's log, in the CRI log
 // format kwok reads.
 var logLines = []string{"first line", "second line", "third line"}
+
+// nodeIP is the address of the physical nodes (kwok's kubelet API) and of
+// the syncer's kubelet API.
+var nodeIP string
 
 // echoAddress is where kwok forwards port 8080 of every pod: an echo server.
 var echoAddress string
@@ -46,6 +52,7 @@ func run(m *testing.M) int {
 	defer func() { _ = echo.Close() }()
 	go serveEcho(echo)
 	echoAddress = echo.Addr().String()
+	nodeIP = kubeletAddress()
 	kwokArgs, err := kwokServerArgs(dir, echo.Addr().(*net.TCPAddr).Port)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -126,10 +133,41 @@ spec:
 	if err := os.WriteFile(configFile, []byte(config), 0o644); err != nil {
 		return nil, err
 	}
-	return []string{
-		"--node-ip=127.0.0.1", "--node-port=" + strconv.Itoa(port),
-		"--server-address=127.0.0.1:" + strconv.Itoa(port), "-c", configFile,
-	}, nil
+	args := []string{
+		"--node-ip=" + nodeIP, "--node-port=" + strconv.Itoa(port),
+		"--server-address=" + net.JoinHostPort(nodeIP, strconv.Itoa(port)), "-c", configFile,
+	}
+	if metrics, err := resourceMetricsConfig(dir); err == nil {
+		args = append(args, "-c", metrics)
+	} else {
+		fmt.Fprintln(os.Stderr, "kwok serves no /metrics/resource:", err)
+	}
+	return args, nil
+}
+
+// resourceMetricsConfig has kwok serve /metrics/resource for the node
+// physNode, from the Metric kwok ships (module kustomize/metrics/resource;
+// read from the module, not copied) with the path a kubelet has. kwok
+// takes the node from the path, or else from the Metric's name.
+func resourceMetricsConfig(dir string) (string, error) {
+	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok")
+	list.Dir = testenv.RepoPath("hack/tools/kwok")
+	out, err := list.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating the kwok module: %w", err)
+	}
+	module := strings.TrimSpace(string(out))
+	metric, err := os.ReadFile(filepath.Join(module, "kustomize/metrics/resource/metrics-resource.yaml"))
+	if err != nil {
+		return "", err
+	}
+	text := strings.Replace(string(metric), "name: metrics-resource", "name: "+physNode, 1)
+	text = strings.Replace(text, `path: "/metrics/nodes/{nodeName}/metrics/resource"`, `path: "/metrics/resource"`, 1)
+	if !strings.Contains(text, `path: "/metrics/resource"`) {
+		return "", fmt.Errorf("kwok's Metric has another path now")
+	}
+	path := filepath.Join(dir, "kwok-metrics.yaml")
+	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
 func freePort() (int, error) {
