@@ -26,6 +26,9 @@ var virtualCluster, physicalCluster *controlplane.Cluster
 // format kwok reads.
 var logLines = []string{"first line", "second line", "third line"}
 
+// logFile is the log kwok serves for every container.
+var logFile string
+
 // nodeIP is the address of the physical nodes (kwok's kubelet API) and of
 // the syncer's kubelet API.
 var nodeIP string
@@ -83,7 +86,7 @@ func kwokServerArgs(dir string, echoPort int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	logFile := filepath.Join(dir, "container.log")
+	logFile = filepath.Join(dir, "container.log")
 	var log string
 	for i, line := range logLines {
 		log += fmt.Sprintf("2026-01-01T00:00:0%dZ stdout F %s\n", i, line)
