@@ -22,7 +22,7 @@ func main() {
 	// Lease renewals alone are one write per virtual node every 10 s; leave
 	// room for them and for pod traffic at a thousand nodes.
 	opts.KubeAPIQPS, opts.KubeAPIBurst = 300, 600
-	syncerOpts := syncer.Options{Workers: 4, PodWorkers: 128, NodeWorkers: 32, PhysicalQPS: 300, PhysicalBurst: 600}
+	syncerOpts := syncer.Options{Workers: 4, PodWorkers: 128, NodeWorkers: 32, PhysicalQPS: 300, PhysicalBurst: 600, Kubelet: syncer.NewKubeletOptions()}
 	// Empty means one Lease per binding (below), so replicas of different
 	// syncers never compete.
 	opts.Election.LeaseName = ""
@@ -40,9 +40,14 @@ func main() {
 		return err
 	})
 	fs.IntVar(&syncerOpts.PhysicalBurst, "physical-kube-api-burst", syncerOpts.PhysicalBurst, "Burst of queries to the physical cluster's API server.")
+	syncerOpts.Kubelet.AddFlags(fs)
 	flag.Parse()
 	if syncerOpts.BindingName == "" {
 		fmt.Fprintln(os.Stderr, "--cluster-binding is required")
+		os.Exit(2)
+	}
+	if err := syncerOpts.Kubelet.Complete(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	if opts.Election.LeaseName == "" {

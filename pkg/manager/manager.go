@@ -111,6 +111,7 @@ func newRunner(ctx context.Context, p *app.Process, opts Options, virtual *infor
 				Workers: opts.SyncerWorkers, PodWorkers: opts.SyncerPodWorkers, NodeWorkers: opts.SyncerNodeWorkers,
 				VirtualAPIServer: opts.VirtualAPIServerAddress,
 				PhysicalQPS:      opts.PhysicalQPS, PhysicalBurst: opts.PhysicalBurst,
+				Kubelet: opts.Kubelet,
 			},
 			Recorder: p.Recorder, OnChange: enqueue,
 		})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
+	"github.com/kubeocean/kubeocean/pkg/syncer"
 )
 
 // Syncer modes (--syncer-mode).
@@ -47,6 +48,9 @@ type Options struct {
 	SyncerNodeWorkers int
 	PhysicalQPS       float32
 	PhysicalBurst     int
+	// Kubelet configures the kubelet API of in-process syncers' virtual
+	// nodes; its port range is shared by all of them.
+	Kubelet syncer.KubeletOptions
 
 	// Not flags: tests shorten them.
 	TemplatePollInterval time.Duration
@@ -67,6 +71,7 @@ func NewOptions() Options {
 		SyncerNodeWorkers:    16,
 		PhysicalQPS:          300,
 		PhysicalBurst:        600,
+		Kubelet:              syncer.NewKubeletOptions(),
 		TemplatePollInterval: syncertemplate.DefaultPollInterval,
 		RecheckInterval:      clusterbinding.DefaultRecheckInterval,
 	}
@@ -92,6 +97,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		return err
 	})
 	fs.IntVar(&o.PhysicalBurst, "physical-kube-api-burst", o.PhysicalBurst, "Burst of each in-process syncer's queries to its physical cluster.")
+	// In deployment mode the syncer Deployments take these flags instead.
+	o.Kubelet.AddFlags(fs)
 }
 
 // Validate reports flags that cannot work together.
@@ -105,6 +112,9 @@ func (o *Options) Validate() error {
 	case ModeInProcess:
 	default:
 		errs = append(errs, fmt.Errorf("--syncer-mode must be %q or %q, not %q", ModeDeployment, ModeInProcess, o.SyncerMode))
+	}
+	if err := o.Kubelet.Complete(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Workers < 1 || o.SyncerWorkers < 1 || o.SyncerPodWorkers < 1 || o.SyncerNodeWorkers < 1 {
 		errs = append(errs, errors.New("--workers, --syncer-workers, --syncer-pod-workers and --syncer-node-workers must be at least 1"))

@@ -35,8 +35,8 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		Bindings: bindings, Policies: policies, PhysicalNodes: physicalNodes,
 		ForeignPods:  ph.PodsWithoutIndexes(foreignPodScope()),
 		VirtualNodes: virtualNodes, VirtualPods: virtualPods,
-		PhysicalAnswers: e.physicalHealth.Answers,
-		Recorder:        p.Recorder, Metrics: p.Metrics,
+		PhysicalAnswers: e.physicalHealth.Answers, KubeletEndpoint: e.kubeletEndpoint,
+		Recorder: p.Recorder, Metrics: p.Metrics,
 	})
 	if err != nil {
 		return nil, err

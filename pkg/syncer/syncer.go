@@ -29,6 +29,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 	"github.com/kubeocean/kubeocean/pkg/serving"
+	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
 	"github.com/kubeocean/kubeocean/pkg/validation"
 )
 
@@ -54,6 +55,8 @@ type Options struct {
 	// PhysicalQPS and PhysicalBurst limit requests to the physical cluster.
 	PhysicalQPS   float32
 	PhysicalBurst int
+	// Kubelet configures the virtual nodes' kubelet API.
+	Kubelet KubeletOptions
 }
 
 // clusterClients are the typed clients of one cluster: those of the
@@ -93,19 +96,24 @@ type syncerEnv struct {
 	binding  *kubeoceanv1alpha1.ClusterBinding
 	virtual  clusterClients
 	physical clusterClients
+	// physicalConfig is the config physical was built from.
+	physicalConfig *rest.Config
 	// virtualInformers and physicalInformers are started by setup once
 	// every controller has asked for its informers.
 	virtualInformers, physicalInformers *informers.Cluster
 	// virtualMetadata holds metadata-only informers of the virtual
 	// cluster, for events about objects the syncer does not otherwise
 	// cache (a pod's ConfigMap appearing).
-	virtualMetadata metadatainformer.SharedInformerFactory
-	physicalRecorder                    record.EventRecorderLogger
+	virtualMetadata  metadatainformer.SharedInformerFactory
+	physicalRecorder record.EventRecorderLogger
 	// physicalHealth probes the physical apiserver; onPhysicalAnswers are
 	// called, from its goroutine, when it answers again after an outage.
 	// Both are set up before anything runs.
 	physicalHealth    *clusterhealth.Prober
 	onPhysicalAnswers []func()
+	// kubeletEndpoint gives virtual nodes their kubelet endpoint; nil when
+	// the kubelet API is off.
+	kubeletEndpoint node.KubeletEndpointFunc
 }
 
 func (e *syncerEnv) physicalAnswerChanged(answers bool) {
@@ -138,7 +146,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	if err != nil {
 		return nil, fmt.Errorf("reading ClusterBinding %s: %w", opts.BindingName, err)
 	}
-	physical, err := physicalClients(ctx, p, binding, opts)
+	physical, physicalConfig, err := physicalClients(ctx, p, binding, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +154,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 
 	recorder, stopRecorder := events.NewRecorder(ctx, physical.Kube, Component)
 	env := &syncerEnv{
-		opts: opts, process: p, binding: binding, virtual: virtual, physical: physical,
+		opts: opts, process: p, binding: binding, virtual: virtual, physical: physical, physicalConfig: physicalConfig,
 		virtualInformers:  informers.NewCluster("virtual", virtual.ListWatchKube, virtual.ListWatchKubeocean, 0),
 		physicalInformers: informers.NewCluster(binding.Name, physical.ListWatchKube, physical.ListWatchKubeocean, 0),
 		physicalRecorder:  recorder,
@@ -160,7 +168,18 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	env.physicalHealth = clusterhealth.NewProber(clusterhealth.ProberOptions{
 		Name: "physical", Client: physical.Kube.Discovery().RESTClient(), OnChange: env.physicalAnswerChanged,
 	})
+	kubelet, endpoints, err := kubeletAPI(env)
+	if err != nil {
+		stopRecorder()
+		return nil, err
+	}
+	if endpoints != nil {
+		env.kubeletEndpoint = endpoints.For
+	}
 	runnables, err := bottomUpControllers(env)
+	if err == nil && kubelet != nil {
+		runnables = append(runnables, kubeletRunnable(kubelet))
+	}
 	if err == nil {
 		var topDown []app.Runnable
 		topDown, err = topDownControllers(env)
@@ -193,7 +212,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 }
 
 // physicalClients builds clients from the binding's kubeconfig Secret.
-func physicalClients(ctx context.Context, p *app.Process, binding *kubeoceanv1alpha1.ClusterBinding, opts Options) (clusterClients, error) {
+func physicalClients(ctx context.Context, p *app.Process, binding *kubeoceanv1alpha1.ClusterBinding, opts Options) (clusterClients, *rest.Config, error) {
 	build := func(config *rest.Config) (clusterClients, error) {
 		p.Requests.Wrap(config, "physical")
 		return newClusterClients(config)
@@ -203,12 +222,12 @@ func physicalClients(ctx context.Context, p *app.Process, binding *kubeoceanv1al
 	})
 	entry, err := cache.Get(ctx, binding.Spec.SecretRef.Namespace, binding.Spec.SecretRef.Name)
 	if err != nil {
-		return clusterClients{}, fmt.Errorf("connecting to the physical cluster of %s: %w", binding.Name, err)
+		return clusterClients{}, nil, fmt.Errorf("connecting to the physical cluster of %s: %w", binding.Name, err)
 	}
 	if err := remotecluster.Probe(ctx, entry.Clients.Kube); err != nil {
-		return clusterClients{}, fmt.Errorf("probing the physical cluster of %s: %w", binding.Name, err)
+		return clusterClients{}, nil, fmt.Errorf("probing the physical cluster of %s: %w", binding.Name, err)
 	}
-	return entry.Clients, nil
+	return entry.Clients, entry.Config, nil
 }
 
 func (e *syncerEnv) informersSynced(r *http.Request) error {

@@ -145,6 +145,13 @@ func (c *Cluster) apiServerArgs(port int) []string {
 		"--service-account-key-file=" + c.creds.serviceAccountPubKey,
 		"--service-account-signing-key-file=" + c.creds.serviceAccountKey,
 		"--token-auth-file=" + c.creds.tokenAuthFile,
+		// Client certificates: the apiserver's own to kubelets, and the CA
+		// that servers delegating authentication (Kubeocean's kubelet API)
+		// read from extension-apiserver-authentication. Kubelet serving
+		// certificates are not verified (no --kubelet-certificate-authority).
+		"--client-ca-file=" + c.certs.caCert,
+		"--kubelet-client-certificate=" + c.certs.kubeletCert,
+		"--kubelet-client-key=" + c.certs.kubeletKey,
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
 	}
@@ -278,8 +285,8 @@ leaderElection:
 }
 
 // startKwok runs kwok for every node in the cluster. Its HTTP server (logs,
-// exec, port-forward) stays off: it is only started with --server-address
-// or --node-port, so clusters cannot collide on a port.
+// exec, port-forward) stays off unless Options.KwokArgs asks for it with
+// --server-address or --node-port, so clusters cannot collide on a port.
 func (c *Cluster) startKwok() error {
 	args := []string{
 		"--kubeconfig=" + c.KubeconfigPath,
@@ -291,6 +298,7 @@ func (c *Cluster) startKwok() error {
 	for _, stage := range c.bins.kwokStages {
 		args = append(args, "-c", stage)
 	}
+	args = append(args, c.opts.KwokArgs...)
 	// kwok also loads <workdir>/kwok.yaml when it exists; point the workdir
 	// into the cluster folder so a developer's ~/.kwok cannot leak in.
 	env := []string{"KWOK_WORKDIR=" + filepath.Join(c.Dir, "kwok")}

@@ -62,6 +62,10 @@ type Options struct {
 	// ExtraAPIServerFlags are appended to the apiserver's flags; for a
 	// single-valued flag the last occurrence wins.
 	ExtraAPIServerFlags []string
+	// KwokArgs are appended to kwok's flags, e.g. --node-port and -c
+	// files of its Logs, Exec and PortForward configuration, so that kwok
+	// serves a kubelet API for its nodes.
+	KwokArgs []string
 	// AuditPolicy, when set, is an audit.k8s.io Policy: the apiserver logs
 	// the requests it selects to Cluster.AuditLogPath, one JSON event per
 	// line, before it answers them.
@@ -86,6 +90,7 @@ type Cluster struct {
 	opts    Options
 	bins    binaries
 	creds   credentialFiles
+	certs   clientCertFiles
 	etcdURL string
 	caData  []byte // nil when clients skip TLS verification
 	caFile  string
@@ -139,6 +144,9 @@ func startOnce(ctx context.Context, opts Options, bins binaries) (_ *Cluster, er
 		return nil, err
 	}
 	if c.creds, err = writeCredentials(dir); err != nil {
+		return nil, err
+	}
+	if c.certs, err = writeClientCerts(dir); err != nil {
 		return nil, err
 	}
 	if err := c.writeAuditPolicy(); err != nil {

@@ -42,6 +42,11 @@ const (
 	// node names it any more.
 	AnnotationResourceLeasingPolicy = "kubeocean.io/resource-leasing-policy"
 
+	// AnnotationKubeletPort on a virtual node records the port of its
+	// kubelet API listener in the syncer, so that the node keeps its port
+	// across syncer restarts.
+	AnnotationKubeletPort = "kubeocean.io/kubelet-port"
+
 	// Pod mapping annotations on the virtual pod.
 	AnnotationPhysicalPodNamespace = "kubeocean.io/physical-pod-namespace"
 	AnnotationPhysicalPodName      = "kubeocean.io/physical-pod-name"

@@ -72,6 +72,9 @@ type Options struct {
 	Recorder record.EventRecorder
 	Metrics  *controller.Metrics
 	Clock    clock.WithTicker
+	// KubeletEndpoint, when set, gives each virtual node the kubelet
+	// endpoint the syncer serves for it; nil copies the physical node's.
+	KubeletEndpoint KubeletEndpointFunc
 }
 
 // Controller reconciles physical node names into virtual nodes.
@@ -90,6 +93,7 @@ type Controller struct {
 	recorder               record.EventRecorder
 	clock                  clock.WithTicker
 	physicalAnswers        func() bool
+	kubeletEndpoint        KubeletEndpointFunc
 	// frozen are the nodes left as they are while a spec they depend on
 	// cannot be evaluated.
 	frozen *frozenNodes
@@ -120,6 +124,7 @@ func New(opts Options) (*Controller, error) {
 		recorder:        opts.Recorder,
 		clock:           opts.Clock,
 		physicalAnswers: opts.PhysicalAnswers,
+		kubeletEndpoint: opts.KubeletEndpoint,
 		frozen:          newFrozenNodes(),
 	}
 	c.Controller = controller.New(controller.Options[string]{

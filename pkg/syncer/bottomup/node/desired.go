@@ -1,6 +1,8 @@
 package node
 
 import (
+	"net"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +32,32 @@ type nodeInputs struct {
 	policy      *kubeoceanv1alpha1.ResourceLeasingPolicy
 	capacity    corev1.ResourceList
 	windowTaint *corev1.Taint // nil inside a time window
+	// kubelet is the endpoint the syncer serves the node's kubelet API
+	// at; nil copies the physical node's (the kubelet API is off).
+	kubelet *kubeletEndpoint
+}
+
+// kubeletEndpoint is where the virtual apiserver reaches a virtual node's
+// kubelet API.
+type kubeletEndpoint struct {
+	address string
+	port    int
+}
+
+// KubeletEndpointFunc returns the kubelet endpoint of the virtual node
+// name; current is the node as it is (nil before it is created).
+type KubeletEndpointFunc func(name string, current *corev1.Node) (address string, port int, err error)
+
+// addresses advertises the endpoint under the one address type that the
+// apiserver can dial: a Hostname address would be tried first with the
+// apiserver's default preference and the virtual node's name resolves
+// nowhere.
+func (e *kubeletEndpoint) addresses() []corev1.NodeAddress {
+	addressType := corev1.NodeInternalIP
+	if net.ParseIP(e.address) == nil {
+		addressType = corev1.NodeInternalDNS
+	}
+	return []corev1.NodeAddress{{Type: addressType, Address: e.address}}
 }
 
 // physicalOnlyLabels describe the physical machine itself and would be
@@ -72,6 +100,12 @@ func buildDesired(name string, in nodeInputs) desiredNode {
 		taints = append(taints, *in.windowTaint)
 	}
 
+	addresses, endpoints := in.physical.Status.Addresses, in.physical.Status.DaemonEndpoints
+	if in.kubelet != nil {
+		annotations[kubeoceanv1alpha1.AnnotationKubeletPort] = strconv.Itoa(in.kubelet.port)
+		addresses = in.kubelet.addresses()
+		endpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(in.kubelet.port)}}
+	}
 	return desiredNode{
 		name:          name,
 		labels:        labels,
@@ -82,8 +116,8 @@ func buildDesired(name string, in nodeInputs) desiredNode {
 			Capacity:        in.capacity,
 			Allocatable:     in.capacity,
 			Conditions:      in.physical.Status.Conditions,
-			Addresses:       in.physical.Status.Addresses,
-			DaemonEndpoints: in.physical.Status.DaemonEndpoints,
+			Addresses:       addresses,
+			DaemonEndpoints: endpoints,
 			NodeInfo:        in.physical.Status.NodeInfo,
 		},
 	}

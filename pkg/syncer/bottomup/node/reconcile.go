@@ -115,6 +115,13 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 	if err != nil {
 		return controller.Result{}, err
 	}
+	if c.kubeletEndpoint != nil {
+		address, port, err := c.kubeletEndpoint(name, current)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		in.kubelet = &kubeletEndpoint{address: address, port: port}
+	}
 	desired := buildDesired(name, in)
 
 	if current == nil {

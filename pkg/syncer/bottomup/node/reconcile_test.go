@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -441,5 +442,35 @@ func TestReadyIsNotRewrittenWhileThePhysicalClusterDoesNotAnswer(t *testing.T) {
 	wantWrites(t, f, "update nodes/status")
 	if got := f.virtualNode(vnode).Status.Conditions[0].Status; got != corev1.ConditionTrue {
 		t.Errorf("Ready = %s once the physical cluster answers, want True", got)
+	}
+}
+
+// TestAdvertisesKubeletEndpoint: with the kubelet API on, a virtual node
+// points at the syncer (one dialable address, its own port, recorded for
+// the next start) instead of at the physical kubelet.
+func TestAdvertisesKubeletEndpoint(t *testing.T) {
+	f := newFixture(t)
+	var recorded []*corev1.Node
+	f.c.kubeletEndpoint = func(name string, current *corev1.Node) (string, int, error) {
+		recorded = append(recorded, current)
+		return "10.1.2.3", 10251, nil
+	}
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+
+	f.sync("node-a")
+	n := f.virtualNode(vnode)
+	if want := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.2.3"}}; !equality.Semantic.DeepEqual(n.Status.Addresses, want) {
+		t.Errorf("addresses = %v, want %v", n.Status.Addresses, want)
+	}
+	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10251 || n.Annotations[kubeoceanv1alpha1.AnnotationKubeletPort] != "10251" {
+		t.Errorf("port = %d, annotation %q; want 10251", n.Status.DaemonEndpoints.KubeletEndpoint.Port, n.Annotations[kubeoceanv1alpha1.AnnotationKubeletPort])
+	}
+	f.refreshVirtualNodes()
+	f.sync("node-a")
+	wantWrites(t, f) // idempotent
+	if len(recorded) != 2 || recorded[0] != nil || recorded[1] == nil {
+		t.Errorf("the endpoint was asked with %v, want nil then the created node", recorded)
 	}
 }

@@ -1,0 +1,128 @@
+package syncer
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/syncer/kubeletapi"
+)
+
+// DefaultKubeletPortRange holds the ports of the virtual nodes' kubelet
+// API listeners: one port per virtual node of the process.
+const DefaultKubeletPortRange = "10250-11249"
+
+// KubeletOptions configure the kubelet API the syncer serves for its
+// virtual nodes (kubectl logs, exec, attach, port-forward, node stats).
+type KubeletOptions struct {
+	// Address is what virtual nodes advertise (an IP or a DNS name that
+	// the virtual apiserver can reach); "" turns the kubelet API off and
+	// virtual nodes copy their physical node's addresses.
+	Address string
+	// BindAddress is the host the listeners bind; "" binds all.
+	BindAddress string
+	// PortRange is "first-last", the ports of the listeners.
+	PortRange string
+	// CertFile and KeyFile hold the serving certificate (reloaded when
+	// they change); both "" use a self-signed one.
+	CertFile, KeyFile string
+	// NodeStats serves stats/summary and metrics/resource; it needs
+	// nodes/proxy in the physical cluster.
+	NodeStats bool
+
+	// ports is shared by every copy of the options, so that the syncers of
+	// one process never give two nodes the same port. Set by Complete.
+	ports *kubeletapi.PortAllocator
+}
+
+// NewKubeletOptions returns the defaults.
+func NewKubeletOptions() KubeletOptions {
+	return KubeletOptions{PortRange: DefaultKubeletPortRange, NodeStats: true}
+}
+
+// AddFlags registers the kubelet API flags on fs.
+func (o *KubeletOptions) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Address, "kubelet-address", o.Address,
+		"Address (IP or DNS name) that virtual nodes advertise for their kubelet API, served by this process; the virtual apiserver must reach it. Empty turns the kubelet API off.")
+	fs.StringVar(&o.BindAddress, "kubelet-bind-address", o.BindAddress, "Host the kubelet API listeners bind; empty binds all addresses.")
+	fs.StringVar(&o.PortRange, "kubelet-port-range", o.PortRange, "Ports (first-last) of the kubelet API listeners, one per virtual node.")
+	fs.StringVar(&o.CertFile, "kubelet-tls-cert-file", o.CertFile, "Serving certificate of the kubelet API (e.g. tls.crt of a mounted Secret), reloaded when it changes. Empty: self-signed.")
+	fs.StringVar(&o.KeyFile, "kubelet-tls-private-key-file", o.KeyFile, "Private key of --kubelet-tls-cert-file.")
+	fs.BoolVar(&o.NodeStats, "kubelet-node-stats", o.NodeStats,
+		"Serve stats/summary and metrics/resource of virtual nodes from the physical nodes' (needs nodes/proxy in the physical cluster).")
+}
+
+// Complete checks the options and builds the process-wide port allocator.
+// Call it once per process, before the options are copied.
+func (o *KubeletOptions) Complete() error {
+	if o.Address == "" || o.ports != nil {
+		return nil
+	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return fmt.Errorf("--kubelet-tls-cert-file and --kubelet-tls-private-key-file go together")
+	}
+	var first, last int
+	if _, err := fmt.Sscanf(strings.TrimSpace(o.PortRange), "%d-%d", &first, &last); err != nil {
+		return fmt.Errorf("--kubelet-port-range %q: want first-last", o.PortRange)
+	}
+	ports, err := kubeletapi.NewPortAllocator(first, last)
+	if err != nil {
+		return err
+	}
+	o.ports = ports
+	return nil
+}
+
+// kubeletAPI builds the kubelet API server of the binding's virtual nodes
+// and the endpoints the node controller advertises; nil, nil when the
+// kubelet API is off.
+func kubeletAPI(e *syncerEnv) (*kubeletapi.Server, *kubeletapi.Endpoints, error) {
+	o := e.opts.Kubelet
+	if o.Address == "" {
+		return nil, nil, nil
+	}
+	if err := o.Complete(); err != nil {
+		return nil, nil, err
+	}
+	auth, err := kubeletapi.NewDelegatingAuth(e.virtual.Kube)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := kubeletapi.NewServingCertificate(o.CertFile, o.KeyFile, o.Address)
+	if err != nil {
+		return nil, nil, err
+	}
+	metrics, err := kubeletapi.NewMetrics(e.process.Registry)
+	if err != nil {
+		return nil, nil, err
+	}
+	clusterID, mount := e.binding.Spec.ClusterID, e.binding.Spec.MountNamespace
+	virtualNodes := e.virtualInformers.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
+	endpoints := kubeletapi.NewEndpoints(o.Address, o.ports, virtualNodes.Lister())
+	server, err := kubeletapi.New(kubeletapi.Options{
+		BindAddress: o.BindAddress, Endpoints: endpoints, Auth: auth, Certificate: cert,
+		MountNamespace: mount, VirtualNodes: virtualNodes,
+		VirtualPods:  e.virtualInformers.Kube(informers.Scope{}).Core().V1().Pods().Lister(),
+		PhysicalPods: e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), mount)).Core().V1().Pods().Lister(),
+		Physical:     e.physical.Kube, PhysicalConfig: streamingConfig(e.physicalConfig),
+		StatsEnabled: o.NodeStats, Metrics: metrics,
+	})
+	return server, endpoints, err
+}
+
+// streamingConfig drops the client timeout: a log follow or an exec
+// session lasts as long as the user wants.
+func streamingConfig(config *rest.Config) *rest.Config {
+	c := rest.CopyConfig(config)
+	c.Timeout = 0
+	return c
+}
+
+func kubeletRunnable(server *kubeletapi.Server) app.Runnable {
+	return app.Runnable{Name: "kubelet-api", Run: server.Run}
+}

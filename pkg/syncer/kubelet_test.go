@@ -1,0 +1,36 @@
+package syncer
+
+import "testing"
+
+// TestKubeletPortsAreProcessWide: the manager completes its options once
+// and copies them per in-process syncer; every copy must hand out ports
+// from the same allocator, or two bindings' nodes could share a port.
+func TestKubeletPortsAreProcessWide(t *testing.T) {
+	opts := NewKubeletOptions()
+	opts.Address, opts.PortRange = "10.0.0.1", "20000-20001"
+	if err := opts.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	first, second := opts, opts // as InProcess copies syncer.Options
+	a, err := first.ports.Assign("vnode-a-n1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := second.ports.Assign("vnode-b-n1", a)
+	if err != nil || b == a {
+		t.Fatalf("second binding's node got %d (%v), first's %d", b, err, a)
+	}
+	for _, bad := range []KubeletOptions{
+		{Address: "x", PortRange: "20000"},
+		{Address: "x", PortRange: "3-1"},
+		{Address: "x", PortRange: "1-2", CertFile: "tls.crt"},
+	} {
+		if err := bad.Complete(); err == nil {
+			t.Errorf("%+v: want an error", bad)
+		}
+	}
+	off := NewKubeletOptions()
+	if err := off.Complete(); err != nil || off.ports != nil {
+		t.Errorf("without an address the kubelet API is off: %v", err)
+	}
+}

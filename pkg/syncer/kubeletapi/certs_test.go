@@ -1,0 +1,90 @@
+package kubeletapi
+
+import (
+	"context"
+	"crypto/x509"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	certutil "k8s.io/client-go/util/cert"
+)
+
+func TestSelfSignedCertificateNamesTheAddress(t *testing.T) {
+	c, err := NewServingCertificate("", "", "10.1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := c.GetCertificate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leaf.VerifyHostname("10.1.2.3"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCertificateFilesAreReloaded: a renewed Secret (files replaced in its
+// volume) is served without a restart.
+func TestCertificateFilesAreReloaded(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	write := func(host string) {
+		cert, key, err := certutil.GenerateSelfSignedCertKey(host, []net.IP{net.ParseIP("127.0.0.1")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commonName := func(c *ServingCertificate) string {
+		pair, err := c.GetCertificate(nil)
+		if err != nil {
+			return err.Error()
+		}
+		leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+		return leaf.Subject.CommonName
+	}
+	write("first")
+	c, err := NewServingCertificate(certFile, keyFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.Run(ctx)
+	if got := commonName(c); got[:5] != "first" {
+		t.Fatalf("serving %q", got)
+	}
+	write("second")
+	deadline := time.Now().Add(30 * time.Second)
+	for commonName(c)[:6] != "second" {
+		if time.Now().After(deadline) {
+			t.Fatalf("still serving %q after the files changed", commonName(c))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestMetricsAreSharedByTheSyncersOfAProcess(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewMetrics(reg)
+	if err != nil || a.requests != b.requests || a.bytes != b.bytes {
+		t.Fatalf("second registration: %v, shared %v", err, a.requests == b.requests)
+	}
+}

@@ -1,0 +1,72 @@
+package kubeletapi
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Operations, the values of the metrics' operation label.
+const (
+	opLogs        = "logs"
+	opExec        = "exec"
+	opAttach      = "attach"
+	opPortForward = "portforward"
+	opStats       = "stats"
+	opHealthz     = "healthz"
+)
+
+// Metrics are the kubelet API's Prometheus metrics. One set serves a
+// process: the in-process syncers of a manager share it.
+type Metrics struct {
+	requests       *prometheus.CounterVec
+	physicalErrors *prometheus.CounterVec
+	openStreams    *prometheus.GaugeVec
+	bytes          *prometheus.CounterVec
+}
+
+// NewMetrics registers the metrics with reg, or reuses those a syncer of
+// the same process registered before.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubeocean_kubelet_api_requests_total",
+			Help: "Requests to the virtual nodes' kubelet API, by operation and HTTP status code.",
+		}, []string{"operation", "code"}),
+		physicalErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubeocean_kubelet_api_physical_errors_total",
+			Help: "Calls to the physical cluster made for the kubelet API that failed, by operation.",
+		}, []string{"operation"}),
+		openStreams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubeocean_kubelet_api_open_streams",
+			Help: "Kubelet API requests being served (log follows, exec, attach and port-forward sessions), by operation.",
+		}, []string{"operation"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubeocean_kubelet_api_bytes_total",
+			Help: "Bytes served by the kubelet API (both directions for exec, attach and port-forward), by operation.",
+		}, []string{"operation"}),
+	}
+	var err error
+	m.requests, err = register(reg, m.requests)
+	if err == nil {
+		m.physicalErrors, err = register(reg, m.physicalErrors)
+	}
+	if err == nil {
+		m.openStreams, err = register(reg, m.openStreams)
+	}
+	if err == nil {
+		m.bytes, err = register(reg, m.bytes)
+	}
+	return m, err
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}

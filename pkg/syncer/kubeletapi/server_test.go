@@ -1,0 +1,233 @@
+package kubeletapi
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+const (
+	testNode  = "vnode-c1-n1"
+	testMount = "mount"
+)
+
+// testAuth knows the bearer tokens "admin" (allowed everything) and
+// "nobody" (allowed nothing), and records what it authorized.
+func testAuth(seen *[]authorizer.Attributes) *Auth {
+	return &Auth{
+		Authenticator: authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
+			token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if token != "admin" && token != "nobody" {
+				return nil, false, nil
+			}
+			return &authenticator.Response{User: &user.DefaultInfo{Name: token}}, true, nil
+		}),
+		Authorizer: authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+			*seen = append(*seen, a)
+			if a.GetUser().GetName() == "admin" {
+				return authorizer.DecisionAllow, "", nil
+			}
+			return authorizer.DecisionDeny, "not allowed", nil
+		}),
+	}
+}
+
+func virtualPod(ns, name, node string, mapped bool) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app"}}},
+	}
+	if mapped {
+		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = testMount
+		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = name + "-physical"
+	}
+	return pod
+}
+
+func newTestNodeServer(t *testing.T, seen *[]authorizer.Attributes, pods ...*corev1.Pod) (*nodeServer, *fake.Clientset) {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	physicalPods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		if err := indexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		// Pods named "created-*" are mapped but not in the physical cache.
+		if name := p.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]; name != "" && !strings.HasPrefix(p.Name, "created-") {
+			_ = physicalPods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testMount, Name: name}})
+		}
+	}
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	physical := fake.NewClientset()
+	return &nodeServer{
+		node: testNode, auth: testAuth(seen), physical: physical, metrics: metrics,
+		resolver: &resolver{virtualPods: corelisters.NewPodLister(indexer), physicalPods: corelisters.NewPodLister(physicalPods), mountNamespace: testMount},
+	}, physical
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestContainerLogs(t *testing.T) {
+	var seen []authorizer.Attributes
+	s, physical := newTestNodeServer(t, &seen,
+		virtualPod("a", "web", testNode, true),
+		virtualPod("a", "pending", testNode, false),
+		virtualPod("a", "created-not-yet", testNode, true),
+		virtualPod("a", "elsewhere", "vnode-c2-n1", true),
+	)
+	server := httptest.NewServer(s.handler())
+	defer server.Close()
+
+	for _, tc := range []struct {
+		name, path, token string
+		code              int
+		body              string
+	}{
+		{"anonymous", "/containerLogs/a/web/app", "", http.StatusUnauthorized, "Unauthorized"},
+		{"not allowed", "/containerLogs/a/web/app", "nobody", http.StatusForbidden, "subresource=proxy"},
+		{"unknown pod", "/containerLogs/a/nope/app", "admin", http.StatusNotFound, "pod a/nope not found"},
+		{"another node", "/containerLogs/a/elsewhere/app", "admin", http.StatusNotFound, "does not run on node " + testNode},
+		{"not created yet", "/containerLogs/a/pending/app", "admin", http.StatusNotFound, "not been created in the physical cluster yet"},
+		{"mapped, not in the physical cache", "/containerLogs/a/created-not-yet/app", "admin", http.StatusNotFound, "not been created in the physical cluster yet"},
+		{"unknown container", "/containerLogs/a/web/db", "admin", http.StatusNotFound, "container db is not valid for pod a/web"},
+		{"bad options", "/containerLogs/a/web/app?tailLines=x", "admin", http.StatusBadRequest, "invalid log options"},
+		{"logs", "/containerLogs/a/web/app?follow=true&tailLines=10&timestamps=true", "admin", http.StatusOK, "fake logs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			physical.ClearActions()
+			code, body := get(t, server.URL+tc.path, tc.token)
+			if code != tc.code || !strings.Contains(body, tc.body) {
+				t.Fatalf("got %d %q, want %d containing %q", code, body, tc.code, tc.body)
+			}
+			if tc.code != http.StatusOK && len(physical.Actions()) != 0 {
+				t.Fatalf("a refused request reached the physical cluster: %v", physical.Actions())
+			}
+		})
+	}
+	// The fake records the options the physical call was made with.
+	code, _ := get(t, server.URL+"/containerLogs/a/web/app?follow=true&tailLines=10&previous=true", "admin")
+	if code != http.StatusOK {
+		t.Fatalf("logs: %d", code)
+	}
+	actions := physical.Actions()
+	got := actions[len(actions)-1]
+	if got.GetNamespace() != testMount || got.GetSubresource() != "log" {
+		t.Fatalf("physical call %v, want pods/log in %s", got, testMount)
+	}
+	opts, ok := got.(clienttesting.GenericAction).GetValue().(*corev1.PodLogOptions)
+	if !ok || !opts.Follow || !opts.Previous || opts.TailLines == nil || *opts.TailLines != 10 || opts.Container != "app" {
+		t.Fatalf("physical log options %+v", got)
+	}
+}
+
+func TestRequestAttributes(t *testing.T) {
+	for path, want := range map[string]string{
+		"/containerLogs/a/b/c": "proxy",
+		"/exec/a/b/c":          "proxy",
+		"/portForward/a/b":     "proxy",
+		"/stats/summary":       "stats",
+		"/stats":               "stats",
+		"/statsx":              "proxy",
+		"/metrics/resource":    "metrics",
+		"/logs/":               "log",
+		"/healthz":             "proxy",
+	} {
+		r := httptest.NewRequest(http.MethodPost, path, nil)
+		attrs := requestAttributes(&user.DefaultInfo{Name: "u"}, r, testNode)
+		if attrs.Subresource != want || attrs.Resource != "nodes" || attrs.Name != testNode || attrs.Verb != "create" {
+			t.Errorf("%s: got %s/%s %s %s, want nodes/%s create", path, attrs.Resource, attrs.Subresource, attrs.Name, attrs.Verb, want)
+		}
+	}
+}
+
+// TestStreamProxy checks that exec is proxied as an upgrade to the
+// physical pod's exec subresource, with the container in the query and
+// the syncer's credentials instead of the caller's.
+func TestStreamProxy(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		want := "/api/v1/namespaces/" + testMount + "/pods/web-physical/exec"
+		if r.URL.Path != want || r.URL.Query().Get("container") != "app" || r.URL.Query().Get("command") != "date" || r.URL.Query().Get("stdout") != "1" || r.URL.Query().Has("output") ||
+			r.Header.Get("Authorization") != "Bearer syncer" {
+			http.Error(w, fmt.Sprintf("unexpected %s %v %q", r.URL.Path, r.URL.Query(), r.Header.Get("Authorization")), http.StatusTeapot)
+			return
+		}
+		conn, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer func() { _ = conn.Close() }()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n")
+		_ = rw.Flush()
+		_, _ = io.Copy(conn, rw) // echo
+	}))
+	defer backend.Close()
+
+	var seen []authorizer.Attributes
+	s, _ := newTestNodeServer(t, &seen, virtualPod("a", "web", testNode, true))
+	var err error
+	if s.streams, err = newStreamProxy(&rest.Config{Host: backend.URL, BearerToken: "syncer"}); err != nil {
+		t.Fatal(err)
+	}
+	server := httptest.NewServer(s.handler())
+	defer server.Close()
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(server.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	_, _ = fmt.Fprintf(conn, "POST /exec/a/web/app?command=date&output=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n")
+	reader := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(reader, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("got %s: %s", resp.Status, body)
+	}
+	_, _ = conn.Write([]byte("ping"))
+	echo := make([]byte, 4)
+	if _, err := io.ReadFull(reader, echo); err != nil || string(echo) != "ping" {
+		t.Fatalf("echo %q, %v", echo, err)
+	}
+}
