@@ -20,7 +20,7 @@ import (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
 // +kubebuilder:printcolumn:name="Window Start",type=string,JSONPath=".status.activeTimeWindow.start",description="When the time window the policy is in now opened (HH:MM, in the policy's time zone)"
 // +kubebuilder:printcolumn:name="Window End",type=string,JSONPath=".status.activeTimeWindow.end",description="When the time window the policy is in now closes (HH:MM, in the policy's time zone)"
-// +kubebuilder:printcolumn:name="Next Transition",type=date,JSONPath=".status.nextTransitionTime",description="When the policy next enters or leaves a window"
+// +kubebuilder:printcolumn:name="Next Transition",type=string,JSONPath=".status.nextTransitionTime",description="When the policy next enters or leaves a window (a date column would print a future time as <invalid>)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 type ResourceLeasingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
