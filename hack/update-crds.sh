@@ -11,3 +11,6 @@ mkdir -p "$bin"
 cd "$root"
 rm -f manifests/crds/*.yaml
 "$bin/controller-gen" crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=manifests/crds
+# controller-gen cannot mark core types (spec.nodeSelector is a core/v1
+# NodeSelector); crdpatch adds their limits and rules.
+go run ./hack/crdpatch manifests/crds/*.yaml

@@ -46,10 +46,23 @@ var dayNames = map[kubeoceanv1alpha1.DayOfWeek]time.Weekday{
 	kubeoceanv1alpha1.Sunday:    time.Sunday,
 }
 
-// ParseDay maps an API day name to a time.Weekday.
+// ParseDay maps an API day name to a time.Weekday. Names are read in any
+// case ("monday", "Monday", "MONDAY"), as policies written for the public
+// Kubeocean use them; only ASCII letters are folded, as the CRD's CEL rule
+// (lowerAscii) does, so the two accept exactly the same names.
 func ParseDay(day kubeoceanv1alpha1.DayOfWeek) (time.Weekday, bool) {
-	weekday, ok := dayNames[day]
+	weekday, ok := dayNames[kubeoceanv1alpha1.DayOfWeek(lowerASCII(string(day)))]
 	return weekday, ok
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 // date is a calendar day, free of any time zone.

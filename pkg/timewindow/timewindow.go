@@ -99,7 +99,7 @@ func parseWindow(spec kubeoceanv1alpha1.TimeWindow) (window, error) {
 	for _, day := range spec.Days {
 		weekday, ok := ParseDay(day)
 		if !ok {
-			return w, fmt.Errorf("days: %q is not a day name (monday..sunday)", day)
+			return w, fmt.Errorf("days: %q is not a day name (monday..sunday, in any case)", day)
 		}
 		w.openOnDay[weekday] = true
 	}

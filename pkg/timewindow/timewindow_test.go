@@ -217,3 +217,40 @@ func TestNextTransitionAgreesWithSampling(t *testing.T) {
 		}
 	}
 }
+
+// Policies written for the public Kubeocean name days in any case.
+func TestParseDayInAnyCase(t *testing.T) {
+	tests := []struct {
+		in   kubeoceanv1alpha1.DayOfWeek
+		want time.Weekday
+		ok   bool
+	}{
+		{in: "monday", want: time.Monday, ok: true},
+		{in: "Monday", want: time.Monday, ok: true},
+		{in: "MONDAY", want: time.Monday, ok: true},
+		{in: "sUnDaY", want: time.Sunday, ok: true},
+		{in: "Saturday", want: time.Saturday, ok: true},
+		{in: "mon"},
+		{in: " monday"},
+		{in: ""},
+		{in: "\u017funday"}, // long s: folds to "s" in Unicode, not in ASCII
+		{in: "\u212aonday"}, // Kelvin sign
+	}
+	for _, tt := range tests {
+		got, ok := ParseDay(tt.in)
+		if ok != tt.ok || (ok && got != tt.want) {
+			t.Errorf("ParseDay(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+	// A schedule built from capitalised names opens on those days.
+	s, err := New([]kubeoceanv1alpha1.TimeWindow{tw("09:00", "17:00", "Friday", "SATURDAY")}, "UTC")
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	friday := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	for day, want := range map[time.Time]bool{friday: true, friday.AddDate(0, 0, 1): true, friday.AddDate(0, 0, 2): false} {
+		if got := s.At(day).Active; got != want {
+			t.Errorf("At(%s).Active = %v, want %v", day.Weekday(), got, want)
+		}
+	}
+}

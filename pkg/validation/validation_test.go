@@ -138,9 +138,17 @@ func TestResourceLeasingPolicySpec(t *testing.T) {
 		{name: "bad window times", mutate: func(s *kubeoceanv1alpha1.ResourceLeasingPolicySpec) {
 			s.TimeWindows[0].Start, s.TimeWindows[0].End = "24:00", "7:00"
 		}, fields: []string{"spec.timeWindows[0].start", "spec.timeWindows[0].end"}},
+		{name: "day names in any case", mutate: func(s *kubeoceanv1alpha1.ResourceLeasingPolicySpec) {
+			s.TimeWindows[0].Days = []kubeoceanv1alpha1.DayOfWeek{"friday", "Saturday", "SUNDAY", "mOnDaY"}
+		}},
 		{name: "bad day", mutate: func(s *kubeoceanv1alpha1.ResourceLeasingPolicySpec) {
-			s.TimeWindows[0].Days = []kubeoceanv1alpha1.DayOfWeek{"friday", "Friday"}
+			s.TimeWindows[0].Days = []kubeoceanv1alpha1.DayOfWeek{"friday", "Fri"}
 		}, fields: []string{"spec.timeWindows[0].days[1]"}},
+		// Only ASCII letters fold, as in the CRD's CEL rule: the long s
+		// (U+017F) folds to "s" under Unicode rules but is no day name.
+		{name: "non-ASCII look-alike day", mutate: func(s *kubeoceanv1alpha1.ResourceLeasingPolicySpec) {
+			s.TimeWindows[0].Days = []kubeoceanv1alpha1.DayOfWeek{"\u017fUNDAY"}
+		}, fields: []string{"spec.timeWindows[0].days[0]"}},
 		{name: "limit without quantity or percent", mutate: func(s *kubeoceanv1alpha1.ResourceLeasingPolicySpec) {
 			s.ResourceLimits[0].Quantity = nil
 		}, fields: []string{"spec.resourceLimits[0]"}},

@@ -59,6 +59,13 @@ func TestSchemaRejectsBadClusterBindings(t *testing.T) {
 		{name: "empty serviceNamespaces item", mutate: func(s map[string]any) { s["serviceNamespaces"] = []any{"default", ""} },
 			want: []string{"spec.serviceNamespaces", "serviceNamespaces must not contain empty names"}},
 	}
+	for _, sel := range badSelectors() {
+		tests = append(tests, struct {
+			name   string
+			mutate func(spec map[string]any)
+			want   []string
+		}{name: "selector " + sel.name, mutate: func(s map[string]any) { s["nodeSelector"] = sel.selector }, want: sel.want})
+	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := bindingSpec()
@@ -121,9 +128,7 @@ func TestSchemaRejectsBadPolicies(t *testing.T) {
 		{name: "minutes over 59", mutate: func(s map[string]any) { window(s)["end"] = "06:60" },
 			want: []string{"spec.timeWindows[0].end", "end must be a time of day HH:MM"}},
 		{name: "unknown day", mutate: func(s map[string]any) { window(s)["days"] = []any{"friday", "funday"} },
-			want: []string{"spec.timeWindows[0].days[1]", `Unsupported value: "funday"`, `"monday"`}},
-		{name: "capitalised day", mutate: func(s map[string]any) { window(s)["days"] = []any{"Monday"} },
-			want: []string{"spec.timeWindows[0].days[0]", `Unsupported value: "Monday"`}},
+			want: []string{"spec.timeWindows[0].days[1]", "days must be English day names (monday to sunday, in any case)"}},
 		{name: "empty time zone", mutate: func(s map[string]any) { s["timeZone"] = "" },
 			want: []string{"spec.timeZone", "at least 1 chars long"}},
 		{name: "limit with neither quantity nor percent", mutate: func(s map[string]any) { delete(limit(s, 0), "quantity") },
@@ -138,6 +143,29 @@ func TestSchemaRejectsBadPolicies(t *testing.T) {
 			want: []string{"spec.resourceLimits[1]", "Duplicate value"}},
 		{name: "negative reclaim period", mutate: func(s map[string]any) { s["gracefulReclaimPeriodSeconds"] = int64(-5) },
 			want: []string{"spec.gracefulReclaimPeriodSeconds", "greater than or equal to 0"}},
+		{name: "negative quantity", mutate: func(s map[string]any) { limit(s, 0)["quantity"] = "-1" },
+			want: []string{"spec.resourceLimits[0].quantity", "quantity must not be negative"}},
+		{name: "negative quantity with a suffix", mutate: func(s map[string]any) { limit(s, 0)["quantity"] = "-512Mi" },
+			want: []string{"spec.resourceLimits[0].quantity", "quantity must not be negative"}},
+		{name: "negative integer quantity", mutate: func(s map[string]any) { limit(s, 0)["quantity"] = int64(-2) },
+			want: []string{"spec.resourceLimits[0].quantity", "quantity must not be negative"}},
+		{name: "day abbreviation", mutate: func(s map[string]any) { window(s)["days"] = []any{"Fri"} },
+			want: []string{"spec.timeWindows[0].days[0]", "days must be English day names (monday to sunday, in any case)"}},
+		{name: "time zone with a space", mutate: func(s map[string]any) { s["timeZone"] = "Europe/Berlin " },
+			want: []string{"spec.timeZone", "timeZone must be an IANA time zone name"}},
+		{name: "time zone as an offset", mutate: func(s map[string]any) { s["timeZone"] = "+02:00" },
+			want: []string{"spec.timeZone", "timeZone must be an IANA time zone name"}},
+		{name: "time zone as a path", mutate: func(s map[string]any) { s["timeZone"] = "../etc/passwd" },
+			want: []string{"spec.timeZone", "timeZone must be an IANA time zone name"}},
+		{name: "time zone with a trailing slash", mutate: func(s map[string]any) { s["timeZone"] = "Europe/" },
+			want: []string{"spec.timeZone", "timeZone must be an IANA time zone name"}},
+	}
+	for _, sel := range badSelectors() {
+		tests = append(tests, struct {
+			name   string
+			mutate func(spec map[string]any)
+			want   []string
+		}{name: "selector " + sel.name, mutate: func(s map[string]any) { s["nodeSelector"] = sel.selector }, want: sel.want})
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,4 +203,147 @@ func TestSchemaAcceptsEdgeValues(t *testing.T) {
 	if _, err := bindings.Resource(bindingsGVR).Create(t.Context(), object("ClusterBinding", "edges", b), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("valid binding refused: %v", err)
 	}
+}
+
+type badSelector struct {
+	name     string
+	selector map[string]any
+	want     []string
+}
+
+// expressions is a node selector of one term with the given label
+// requirements.
+func expressions(requirements ...map[string]any) map[string]any {
+	list := make([]any, len(requirements))
+	for i, r := range requirements {
+		list[i] = r
+	}
+	return map[string]any{"nodeSelectorTerms": []any{map[string]any{"matchExpressions": list}}}
+}
+
+func requirement(key, operator string, values ...any) map[string]any {
+	r := map[string]any{"key": key, "operator": operator}
+	if values != nil {
+		r["values"] = values
+	}
+	return r
+}
+
+// badSelectors are node selectors that pkg/validation.NodeSelector refuses
+// (the syncer could not evaluate them), with what admission says of each.
+// They apply to the nodeSelector of both kinds.
+func badSelectors() []badSelector {
+	const expr = "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0]"
+	const fields = "spec.nodeSelector.nodeSelectorTerms[0].matchFields[0]"
+	return []badSelector{
+		{name: "value with a space", selector: expressions(requirement("pool", "In", "gpu pool")),
+			want: []string{expr + ".values[0]", "should match", "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"}},
+		{name: "value over 63 characters", selector: expressions(requirement("pool", "NotIn", strings.Repeat("a", 64))),
+			want: []string{expr + ".values[0]", "Too long", "63"}},
+		{name: "value starting with a dash", selector: expressions(requirement("pool", "In", "-idle")),
+			want: []string{expr + ".values[0]", "should match"}},
+		{name: "In without values", selector: expressions(requirement("pool", "In")),
+			want: []string{expr + ".values", "operators In and NotIn need at least one value"}},
+		{name: "Exists with values", selector: expressions(requirement("pool", "Exists", "idle")),
+			want: []string{expr + ".values", "operators Exists and DoesNotExist take no values"}},
+		{name: "Gt with a word", selector: expressions(requirement("cores", "Gt", "big")),
+			want: []string{expr + ".values", "operators Gt and Lt need exactly one value, a decimal integer"}},
+		{name: "Lt with two values", selector: expressions(requirement("cores", "Lt", "1", "2")),
+			want: []string{expr + ".values", "operators Gt and Lt need exactly one value, a decimal integer"}},
+		{name: "Gt beyond int64", selector: expressions(requirement("cores", "Gt", "9223372036854775808")),
+			want: []string{expr + ".values", "operators Gt and Lt need exactly one value, a decimal integer"}},
+		{name: "unknown operator", selector: expressions(requirement("pool", "Like", "idle")),
+			want: []string{expr + ".operator", `Unsupported value: "Like"`}},
+		{name: "key with a space", selector: expressions(requirement("gpu pool", "Exists")),
+			want: []string{expr + ".key", "key must be a label key"}},
+		{name: "key with two slashes", selector: expressions(requirement("a/b/c", "Exists")),
+			want: []string{expr + ".key", "key must be a label key"}},
+		{name: "key name over 63 characters", selector: expressions(requirement("example.com/"+strings.Repeat("k", 64), "Exists")),
+			want: []string{expr + ".key", "key must be a label key"}},
+		{name: "key prefix over 253 characters", selector: expressions(requirement(strings.Repeat("a.", 127)+"com/pool", "Exists")),
+			want: []string{expr + ".key", "key must be a label key"}},
+		{name: "field other than metadata.name", selector: map[string]any{"nodeSelectorTerms": []any{map[string]any{
+			"matchFields": []any{requirement("spec.unschedulable", "In", "false")}}}},
+			want: []string{fields + ".key", "matchFields can only match the field metadata.name"}},
+		{name: "field with two names", selector: map[string]any{"nodeSelectorTerms": []any{map[string]any{
+			"matchFields": []any{requirement("metadata.name", "In", "node-a", "node-b")}}}},
+			want: []string{fields + ".values", "matchFields need exactly one value, a node name"}},
+		{name: "field with Exists", selector: map[string]any{"nodeSelectorTerms": []any{map[string]any{
+			"matchFields": []any{requirement("metadata.name", "Exists")}}}},
+			want: []string{fields + ".operator", `Unsupported value: "Exists"`}},
+		{name: "too many terms", selector: map[string]any{"nodeSelectorTerms": func() []any {
+			terms := make([]any, 33)
+			for i := range terms {
+				terms[i] = map[string]any{"matchExpressions": []any{requirement("pool", "Exists")}}
+			}
+			return terms
+		}()}, want: []string{"spec.nodeSelector.nodeSelectorTerms", "Too many", "32"}},
+	}
+}
+
+// TestClusterBindingNameAtMost63 : the syncer puts the binding's name in
+// label values.
+func TestClusterBindingNameAtMost63(t *testing.T) {
+	client := dynamic.NewForConfigOrDie(virtualCluster.Config())
+	spec := bindingSpec()
+	spec["clusterID"] = "cls-long-name"
+	createRejected(t, client, bindingsGVR, object("ClusterBinding", strings.Repeat("b", 64), spec),
+		"metadata.name must be at most 63 characters")
+	if _, err := client.Resource(bindingsGVR).Create(t.Context(), object("ClusterBinding", strings.Repeat("b", 63), spec), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a 63-character name refused: %v", err)
+	}
+}
+
+// TestSchemaAcceptsWhatWorks: each value the Go validation accepts, and that
+// the issue reports as refused or at risk, passes admission.
+func TestSchemaAcceptsWhatWorks(t *testing.T) {
+	policies := dynamic.NewForConfigOrDie(physicalCluster.Config())
+	for i, zone := range []string{"UTC", "Etc/GMT+5", "Etc/GMT-14", "America/Argentina/Buenos_Aires", "America/Port-au-Prince", "EST5EDT", "Europe/Berlin"} {
+		spec := policySpec()
+		spec["timeZone"] = zone
+		if _, err := policies.Resource(policiesGVR).Create(t.Context(), object("ResourceLeasingPolicy", fmt.Sprintf("zone-%d", i), spec), metav1.CreateOptions{}); err != nil {
+			t.Errorf("time zone %q refused: %v", zone, err)
+		}
+	}
+	spec := policySpec()
+	spec["timeWindows"] = []any{map[string]any{"start": "08:00", "end": "18:00", "days": []any{"Monday", "TUESDAY", "wednesday", "thursDay", "Friday"}}}
+	spec["resourceLimits"] = []any{
+		map[string]any{"resource": "cpu", "quantity": "0"},
+		map[string]any{"resource": "memory", "quantity": int64(1 << 30)},
+		map[string]any{"resource": "ephemeral-storage", "quantity": "1.5Ti"},
+		map[string]any{"resource": "nvidia.com/gpu", "quantity": "+2"},
+	}
+	spec["nodeSelector"] = goodSelector()
+	if _, err := policies.Resource(policiesGVR).Create(t.Context(), object("ResourceLeasingPolicy", "public-style", spec), metav1.CreateOptions{}); err != nil {
+		t.Errorf("capitalised days, zero quantities and a 3-term selector refused: %v", err)
+	}
+
+	bindings := dynamic.NewForConfigOrDie(virtualCluster.Config())
+	b := bindingSpec()
+	b["clusterID"] = "cls-selector"
+	b["nodeSelector"] = goodSelector()
+	if _, err := bindings.Resource(bindingsGVR).Create(t.Context(), object("ClusterBinding", "three-terms", b), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a 3-term selector refused: %v", err)
+	}
+}
+
+// goodSelector has three terms and every operator, at the edges of what is
+// valid.
+func goodSelector() map[string]any {
+	return map[string]any{"nodeSelectorTerms": []any{
+		map[string]any{"matchExpressions": []any{
+			requirement("example.com/pool", "In", "idle", "batch_2", ""),
+			requirement("kubernetes.io/hostname", "NotIn", strings.Repeat("n", 63)),
+			requirement(strings.Repeat("a", 63), "Exists"),
+		}},
+		map[string]any{"matchExpressions": []any{
+			requirement("cores", "Gt", "9223372036854775807"),
+			requirement("gpus", "Lt", "0008"),
+			requirement("drained", "DoesNotExist"),
+		}},
+		map[string]any{"matchFields": []any{
+			requirement("metadata.name", "In", "worker-a"),
+			requirement("metadata.name", "NotIn", "worker-b"),
+		}},
+	}}
 }

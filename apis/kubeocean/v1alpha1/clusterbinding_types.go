@@ -15,16 +15,20 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=cb
+// +kubebuilder:resource:scope=Cluster,shortName=cb,categories=kubeocean
 // +kubebuilder:printcolumn:name="ClusterID",type=string,JSONPath=".spec.clusterID"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the binding is or is not Ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: the syncer puts the binding's name in label values"
 type ClusterBinding struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec is the physical cluster to bind and how.
 	// +required
 	Spec ClusterBindingSpec `json:"spec"`
+	// Status is what the manager observed of the binding.
 	// +optional
 	Status ClusterBindingStatus `json:"status,omitempty"`
 }
@@ -79,10 +83,12 @@ type ClusterBindingSpec struct {
 
 // SecretReference names a Secret in a given namespace.
 type SecretReference struct {
+	// Name is the name of the Secret.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
+	// Namespace is the namespace of the Secret, in the virtual cluster.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -115,8 +121,15 @@ const (
 
 // ClusterBindingStatus is what the manager observed.
 type ClusterBindingStatus struct {
+	// Phase summarises the binding: Pending (accepted, not yet validated or
+	// connected), Ready (valid, connected and its syncer runs) or Failed
+	// (invalid, unreachable, or its syncer cannot run; see the conditions).
 	// +optional
 	Phase ClusterBindingPhase `json:"phase,omitempty"`
+	// Conditions are the binding's detailed state: Ready (fully working),
+	// Connected (the physical cluster answered through the kubeconfig) and
+	// SyncerReady (the binding's syncer runs). A False condition's reason
+	// and message say what to fix.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

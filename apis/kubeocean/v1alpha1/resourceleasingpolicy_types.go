@@ -15,16 +15,21 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=rlp
+// +kubebuilder:resource:scope=Cluster,shortName=rlp,categories=kubeocean
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=".spec.cluster"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Window Start",type=string,JSONPath=".status.activeTimeWindow.start",description="When the time window the policy is in now opened (HH:MM, in the policy's time zone)"
+// +kubebuilder:printcolumn:name="Window End",type=string,JSONPath=".status.activeTimeWindow.end",description="When the time window the policy is in now closes (HH:MM, in the policy's time zone)"
+// +kubebuilder:printcolumn:name="Next Transition",type=string,JSONPath=".status.nextTransitionTime",description="When the policy next enters or leaves a window (a date column would print a future time as <invalid>)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 type ResourceLeasingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec is what is lent, to whom and when.
 	// +required
 	Spec ResourceLeasingPolicySpec `json:"spec"`
+	// Status is what the syncer observed of the policy.
 	// +optional
 	Status ResourceLeasingPolicyStatus `json:"status,omitempty"`
 }
@@ -48,18 +53,23 @@ type ResourceLeasingPolicySpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	TimeWindows []TimeWindow `json:"timeWindows,omitempty"`
 
-	// TimeZone is the IANA time zone the windows are read in (default UTC).
+	// TimeZone is the IANA time zone the windows are read in, such as UTC,
+	// Europe/Berlin or Etc/GMT+5 (default UTC). A name that is not a known
+	// zone puts the policy in Failed (Valid=False) and leaves the nodes as
+	// they were.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z][-+_A-Za-z0-9]*(/[A-Za-z0-9][-+_A-Za-z0-9]*)*$')",message="timeZone must be an IANA time zone name such as UTC, Europe/Berlin or Etc/GMT+5: letters, digits, '-', '+' and '_' in parts separated by '/'"
 	TimeZone string `json:"timeZone,omitempty"`
 
-	// ResourceLimits cap what is lent per resource; resources not listed are
-	// lent at 100% of what is available.
+	// ResourceLimits cap what is lent per resource (at most 16, one per
+	// resource name); resources not listed are lent at 100% of what is
+	// available.
 	// +optional
 	// +listType=map
 	// +listMapKey=resource
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=16
 	ResourceLimits []ResourceLimit `json:"resourceLimits,omitempty"`
 
 	// ForceReclaim evicts the virtual pods from a node once it is outside its
@@ -88,15 +98,18 @@ type TimeWindow struct {
 	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="end must be a time of day HH:MM between 00:00 and 23:59"
 	End string `json:"end"`
-	// Days the window opens on; empty means every day.
+	// Days the window opens on, as English day names in any case (monday,
+	// Monday, MONDAY); empty means every day.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=7
 	Days []DayOfWeek `json:"days,omitempty"`
 }
 
-// DayOfWeek is a lowercase English day name.
-// +kubebuilder:validation:Enum=monday;tuesday;wednesday;thursday;friday;saturday;sunday
+// DayOfWeek is an English day name, read in any case; the constants below
+// are its lowercase spellings.
+// +kubebuilder:validation:MaxLength=9
+// +kubebuilder:validation:XValidation:rule="self.lowerAscii() in ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday']",message="days must be English day names (monday to sunday, in any case)"
 type DayOfWeek string
 
 // The days of the week.
@@ -121,11 +134,20 @@ type ResourceLimit struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Resource corev1.ResourceName `json:"resource"`
-	// Quantity is the most that is lent per node.
+
+	// The rule on Quantity reads its sign rather than parsing it: the CEL
+	// cost of anything done with the string grows with its size, which the
+	// apiserver cannot bound for an int-or-string (it assumes 3 MiB), and
+	// the cost of quantity() would allow only a handful of limits; even
+	// this rule is why a policy has at most 16 (one per resource name). It
+	// also refuses "-0", which the Go side reads as 0.
+
+	// Quantity is the most that is lent per node; it may not be negative.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!string(self).startsWith('-')",message="quantity must not be negative"
 	Quantity *resource.Quantity `json:"quantity,omitempty"`
-	// Percent is the most that is lent per node, as a share of what is
-	// available there.
+	// Percent is the most that is lent per node, as a share (0 to 100) of
+	// what is available there.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
@@ -155,8 +177,14 @@ const (
 
 // ResourceLeasingPolicyStatus is what the syncer observed.
 type ResourceLeasingPolicyStatus struct {
+	// Phase summarises the policy: Active (valid and inside a time window),
+	// Inactive (valid and outside every window) or Failed (the spec cannot
+	// be applied; see the Valid condition).
 	// +optional
 	Phase ResourceLeasingPolicyPhase `json:"phase,omitempty"`
+	// Conditions are the policy's detailed state: Valid (the spec can be
+	// applied; when False its message says what to fix) and Active (inside
+	// a time window).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -34,8 +34,10 @@ import (
 type ClusterBindingApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:",inline"`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *ClusterBindingSpecApplyConfiguration   `json:"spec,omitempty"`
-	Status                           *ClusterBindingStatusApplyConfiguration `json:"status,omitempty"`
+	// Spec is the physical cluster to bind and how.
+	Spec *ClusterBindingSpecApplyConfiguration `json:"spec,omitempty"`
+	// Status is what the manager observed of the binding.
+	Status *ClusterBindingStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // ClusterBinding constructs a declarative configuration of the ClusterBinding type for use with

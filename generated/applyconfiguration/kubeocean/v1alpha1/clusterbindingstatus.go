@@ -29,8 +29,15 @@ import (
 //
 // ClusterBindingStatus is what the manager observed.
 type ClusterBindingStatusApplyConfiguration struct {
-	Phase      *kubeoceanv1alpha1.ClusterBindingPhase `json:"phase,omitempty"`
-	Conditions []v1.ConditionApplyConfiguration       `json:"conditions,omitempty"`
+	// Phase summarises the binding: Pending (accepted, not yet validated or
+	// connected), Ready (valid, connected and its syncer runs) or Failed
+	// (invalid, unreachable, or its syncer cannot run; see the conditions).
+	Phase *kubeoceanv1alpha1.ClusterBindingPhase `json:"phase,omitempty"`
+	// Conditions are the binding's detailed state: Ready (fully working),
+	// Connected (the physical cluster answered through the kubeconfig) and
+	// SyncerReady (the binding's syncer runs). A False condition's reason
+	// and message say what to fix.
+	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// LastSyncTime is when the manager last reconciled the binding successfully.

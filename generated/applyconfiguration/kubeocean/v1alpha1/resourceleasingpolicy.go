@@ -33,8 +33,10 @@ import (
 type ResourceLeasingPolicyApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:",inline"`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *ResourceLeasingPolicySpecApplyConfiguration   `json:"spec,omitempty"`
-	Status                           *ResourceLeasingPolicyStatusApplyConfiguration `json:"status,omitempty"`
+	// Spec is what is lent, to whom and when.
+	Spec *ResourceLeasingPolicySpecApplyConfiguration `json:"spec,omitempty"`
+	// Status is what the syncer observed of the policy.
+	Status *ResourceLeasingPolicyStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // ResourceLeasingPolicy constructs a declarative configuration of the ResourceLeasingPolicy type for use with

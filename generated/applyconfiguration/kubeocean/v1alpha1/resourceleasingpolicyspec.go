@@ -34,10 +34,14 @@ type ResourceLeasingPolicySpecApplyConfiguration struct {
 	// TimeWindows are the times at which the nodes are lent; an empty list
 	// lends them at all times.
 	TimeWindows []TimeWindowApplyConfiguration `json:"timeWindows,omitempty"`
-	// TimeZone is the IANA time zone the windows are read in (default UTC).
+	// TimeZone is the IANA time zone the windows are read in, such as UTC,
+	// Europe/Berlin or Etc/GMT+5 (default UTC). A name that is not a known
+	// zone puts the policy in Failed (Valid=False) and leaves the nodes as
+	// they were.
 	TimeZone *string `json:"timeZone,omitempty"`
-	// ResourceLimits cap what is lent per resource; resources not listed are
-	// lent at 100% of what is available.
+	// ResourceLimits cap what is lent per resource (at most 16, one per
+	// resource name); resources not listed are lent at 100% of what is
+	// available.
 	ResourceLimits []ResourceLimitApplyConfiguration `json:"resourceLimits,omitempty"`
 	// ForceReclaim evicts the virtual pods from a node once it is outside its
 	// time windows and the graceful reclaim period has passed.

@@ -29,8 +29,14 @@ import (
 //
 // ResourceLeasingPolicyStatus is what the syncer observed.
 type ResourceLeasingPolicyStatusApplyConfiguration struct {
-	Phase      *kubeoceanv1alpha1.ResourceLeasingPolicyPhase `json:"phase,omitempty"`
-	Conditions []v1.ConditionApplyConfiguration              `json:"conditions,omitempty"`
+	// Phase summarises the policy: Active (valid and inside a time window),
+	// Inactive (valid and outside every window) or Failed (the spec cannot
+	// be applied; see the Valid condition).
+	Phase *kubeoceanv1alpha1.ResourceLeasingPolicyPhase `json:"phase,omitempty"`
+	// Conditions are the policy's detailed state: Valid (the spec can be
+	// applied; when False its message says what to fix) and Active (inside
+	// a time window).
+	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// ActiveTimeWindow is the window the policy is in now, if any.
 	ActiveTimeWindow *TimeWindowApplyConfiguration `json:"activeTimeWindow,omitempty"`
 	// NextTransitionTime is when the policy next enters or leaves a window.

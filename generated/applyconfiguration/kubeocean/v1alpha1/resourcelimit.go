@@ -31,10 +31,10 @@ import (
 type ResourceLimitApplyConfiguration struct {
 	// Resource is the resource name, such as cpu, memory or nvidia.com/gpu.
 	Resource *v1.ResourceName `json:"resource,omitempty"`
-	// Quantity is the most that is lent per node.
+	// Quantity is the most that is lent per node; it may not be negative.
 	Quantity *resource.Quantity `json:"quantity,omitempty"`
-	// Percent is the most that is lent per node, as a share of what is
-	// available there.
+	// Percent is the most that is lent per node, as a share (0 to 100) of
+	// what is available there.
 	Percent *int32 `json:"percent,omitempty"`
 }
 

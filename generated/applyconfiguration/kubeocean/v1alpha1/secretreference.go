@@ -23,7 +23,9 @@ package v1alpha1
 //
 // SecretReference names a Secret in a given namespace.
 type SecretReferenceApplyConfiguration struct {
-	Name      *string `json:"name,omitempty"`
+	// Name is the name of the Secret.
+	Name *string `json:"name,omitempty"`
+	// Namespace is the namespace of the Secret, in the virtual cluster.
 	Namespace *string `json:"namespace,omitempty"`
 }
 

@@ -33,7 +33,8 @@ type TimeWindowApplyConfiguration struct {
 	Start *string `json:"start,omitempty"`
 	// End is the local time the window closes, as HH:MM (00:00 to 23:59).
 	End *string `json:"end,omitempty"`
-	// Days the window opens on; empty means every day.
+	// Days the window opens on, as English day names in any case (monday,
+	// Monday, MONDAY); empty means every day.
 	Days []kubeoceanv1alpha1.DayOfWeek `json:"days,omitempty"`
 }
 
