@@ -34,19 +34,15 @@ func (t waitingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet || req.Body != nil && req.Body != http.NoBody {
 		return t.next.RoundTrip(req)
 	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
 	for {
 		resp, err := t.next.RoundTrip(req)
 		if err == nil || !unreachable(err) {
 			return resp, err
 		}
-		timer.Reset(t.every)
 		select {
 		case <-req.Context().Done():
 			return nil, err
-		case <-timer.C:
+		case <-time.After(t.every):
 		}
 	}
 }
