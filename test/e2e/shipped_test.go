@@ -141,6 +141,9 @@ var (
 		// Read back when a create finds the object already there (left by
 		// an earlier syncer).
 		"get storage.k8s.io/csinodes cluster-wide",
+		// A create that finds the name taken: our own node the cache has
+		// not shown yet, or a foreign Node; only a race produces it.
+		"get core/nodes cluster-wide",
 		"get coordination.k8s.io/leases in namespace kube-node-lease",
 	}
 	physicalSyncerUnusedOK = []string{
