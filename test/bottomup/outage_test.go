@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/syncer"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -32,16 +31,7 @@ func TestPhysicalOutage(t *testing.T) {
 	w := testenv.StartSyncer(t, virtualCluster, physical, "outage", "cls-outage",
 		syncer.Options{Workers: 2, PhysicalQPS: 50, PhysicalBurst: 100})
 	ctx := t.Context()
-	if _, err := w.Physical.CoreV1().Nodes().Create(ctx, testenv.KwokNode("outage-a", "4", "8Gi", map[string]string{"suite": "outage"}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	policy := &kubeoceanv1alpha1.ResourceLeasingPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "outage-lend"},
-		Spec:       kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "outage"},
-	}
-	if _, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	w.LendNode(t, testenv.KwokNode("outage-a", "4", "8Gi", map[string]string{"suite": "outage"}))
 	w.WaitCPU(t, "outage-a", "4")
 	vnode := w.VirtualNode("outage-a")
 	testenv.CreateNamespace(t, w.Virtual, "outage")

@@ -63,17 +63,7 @@ func lend(t *testing.T) (*testenv.SyncerWorld, string, string) {
 	kubelet.PortRange = fmt.Sprintf("%d-%d", first, first+2)
 	w := testenv.StartSyncer(t, virtualCluster, physicalCluster, binding, clusterID,
 		syncer.Options{Workers: 2, PodWorkers: 4, PhysicalQPS: 100, PhysicalBurst: 200, Kubelet: kubelet})
-	node := testenv.KwokNode(physNode, "16", "64Gi", map[string]string{"suite": binding})
-	if _, err := w.Physical.CoreV1().Nodes().Create(t.Context(), node, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	policy := &kubeoceanv1alpha1.ResourceLeasingPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: binding},
-		Spec:       kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: binding},
-	}
-	if _, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	w.LendNode(t, testenv.KwokNode(physNode, "16", "64Gi", map[string]string{"suite": binding}))
 	vnode := w.VirtualNode(physNode)
 	var port int
 	testenv.WaitFor(t, 60*time.Second, vnode+" advertises the syncer's kubelet API", func(ctx context.Context) (bool, error) {

@@ -227,3 +227,20 @@ func (w *SyncerWorld) BindingUID(ctx context.Context) string {
 	}
 	return string(b.UID)
 }
+
+// LendNode creates node in the physical cluster and a ResourceLeasingPolicy,
+// named after the binding, that lends the binding every node it selects.
+// It returns at once; WaitCPU waits for the virtual node.
+func (w *SyncerWorld) LendNode(t *testing.T, node *corev1.Node) {
+	t.Helper()
+	if _, err := w.Physical.CoreV1().Nodes().Create(t.Context(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	policy := &kubeoceanv1alpha1.ResourceLeasingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Binding},
+		Spec:       kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: w.Binding},
+	}
+	if _, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

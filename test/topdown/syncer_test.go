@@ -32,16 +32,7 @@ func lendNodeFrom(t *testing.T, virtual *controlplane.Cluster, binding, clusterI
 	node := testenv.KwokNode(binding+"-node", "64", "256Gi", map[string]string{"suite": binding})
 	node.Status.Capacity[corev1.ResourcePods] = resource.MustParse("500")
 	node.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("500")
-	if _, err := w.Physical.CoreV1().Nodes().Create(t.Context(), node, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	policy := &kubeoceanv1alpha1.ResourceLeasingPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: binding},
-		Spec:       kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: binding},
-	}
-	if _, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	w.LendNode(t, node)
 	w.WaitCPU(t, binding+"-node", "64")
 	return w
 }
