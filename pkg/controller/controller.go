@@ -127,7 +127,8 @@ func (c *Controller[K]) Run(ctx context.Context, workers int) error {
 	c.mu.Unlock()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, hasSynced...) {
 		c.queue.ShutDown()
-		return fmt.Errorf("controller %s: caches did not sync before shutdown", c.name)
+		logger.Info("Stopped before the caches synced")
+		return nil
 	}
 
 	logger.Info("Starting workers", "workers", workers)

@@ -172,13 +172,26 @@ func TestRunWaitsForCaches(t *testing.T) {
 	eventually(t, "reconcile after sync", func() bool { return rec.count("a") == 1 })
 }
 
-func TestRunReturnsErrorWhenCachesNeverSync(t *testing.T) {
-	c := New(Options[string]{Name: "never", Reconcile: func(context.Context, string) (Result, error) { return Result{}, nil },
-		HasSynced: []cache.InformerSynced{func() bool { return false }}})
+// A shutdown before the caches sync (the process stops, or the syncer
+// restarts for a new node selector) is not an error of the controller: it
+// returns nil, reconciles nothing and shuts its queue down.
+func TestRunStopsQuietlyWhenShutDownBeforeCachesSync(t *testing.T) {
+	var reconciled atomic.Int32
+	c := New(Options[string]{Name: "never", Reconcile: func(context.Context, string) (Result, error) {
+		reconciled.Add(1)
+		return Result{}, nil
+	}, HasSynced: []cache.InformerSynced{func() bool { return false }}})
+	c.Enqueue("a")
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := c.Run(ctx, 1); err == nil {
-		t.Fatal("Run returned nil although caches never synced")
+	if err := c.Run(ctx, 1); err != nil {
+		t.Fatalf("Run returned %v for a shutdown before the caches synced, want nil", err)
+	}
+	if n := reconciled.Load(); n != 0 {
+		t.Fatalf("reconciled %d times although the caches never synced", n)
+	}
+	if !c.queue.ShuttingDown() {
+		t.Fatal("the queue is still open after Run returned")
 	}
 }
 
