@@ -4,6 +4,14 @@
 SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 BIN := bin
+# The version the binaries report (--version, kubeocean_build_info): the
+# release tag, or v0.0.0 with the commit between releases; the date is the
+# commit's, so a build is reproducible.
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown))
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+VERSION_PKG := github.com/kubeocean/kubeocean/pkg/version
+LDFLAGS := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(COMMIT) \
+	-X $(VERSION_PKG).buildDate=$(shell git log -1 --format=%cI 2>/dev/null)
 # Packages with unit tests (fake clientsets, no processes): all but test/.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Packages that start real control planes (etcd, kube-apiserver, ...).
@@ -15,7 +23,7 @@ all: build
 
 build:
 	$(GO) build ./...
-	@if compgen -G 'cmd/*/main.go' >/dev/null; then $(GO) build -o $(BIN)/ ./cmd/...; fi
+	@if compgen -G 'cmd/*/main.go' >/dev/null; then $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...; fi
 
 ## codegen: regenerate clients, listers, informers, applyconfigurations, deepcopy and CRDs
 codegen:
@@ -66,7 +74,7 @@ IMAGE_CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 ## images: static linux binaries and their OCI image archives in bin/images/, without Docker
 images:
 	@for b in kubeocean-manager kubeocean-syncer; do \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w' \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
 	    -o $(BIN)/linux_$(IMAGE_ARCH)/$$b ./cmd/$$b && \
 	  $(GO) run ./hack/image --binary=$(BIN)/linux_$(IMAGE_ARCH)/$$b --tag=$(IMAGE_REGISTRY)/$$b:$(IMAGE_TAG) \
 	    --platform=linux/$(IMAGE_ARCH) $(if $(wildcard $(IMAGE_CA_CERTS)),--ca-certs=$(IMAGE_CA_CERTS)) --output=$(BIN)/images/$$b.tar || exit 1; \

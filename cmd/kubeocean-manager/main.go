@@ -5,14 +5,7 @@
 package main
 
 import (
-	"context"
-	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
-
-	"k8s.io/klog/v2"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/manager"
@@ -21,23 +14,12 @@ import (
 func main() {
 	opts := app.NewOptions(manager.Component)
 	managerOpts := manager.NewOptions()
-	fs := flag.CommandLine
-	klog.InitFlags(fs)
-	opts.AddFlags(fs)
-	managerOpts.AddFlags(fs)
-	flag.Parse()
-	if err := managerOpts.Validate(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+	cmd := app.Command{
+		Options:  opts,
+		Short:    "The Kubeocean manager: checks ClusterBindings and runs one syncer per binding.",
+		AddFlags: managerOpts.AddFlags,
+		Validate: managerOpts.Validate,
+		Setup:    func() app.Setup { return manager.Setup(managerOpts) },
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	ctx = klog.NewContext(ctx, klog.Background())
-	if err := app.Run(ctx, opts, manager.Setup(managerOpts)); err != nil {
-		klog.Background().Error(err, "Manager stopped")
-		klog.Flush()
-		os.Exit(1)
-	}
-	klog.Flush()
+	os.Exit(cmd.Execute(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -1,17 +1,12 @@
 // Command kubeocean-syncer runs the syncer of one ClusterBinding: it keeps
-// virtual nodes for the physical nodes the binding lends and copies the
-// status of the pods it runs there back to the virtual cluster.
+// virtual nodes for the physical nodes the binding lends, creates the pods
+// placed on them in the physical cluster and copies their status back.
 package main
 
 import (
-	"context"
-	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"k8s.io/klog/v2"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/syncer"
@@ -26,41 +21,17 @@ func main() {
 	// Empty means one Lease per binding (below), so replicas of different
 	// syncers never compete.
 	opts.Election.LeaseName = ""
-	fs := flag.CommandLine
-	klog.InitFlags(fs)
-	opts.AddFlags(fs)
-	fs.StringVar(&syncerOpts.BindingName, "cluster-binding", "", "Name of the ClusterBinding this syncer serves (required).")
-	fs.IntVar(&syncerOpts.Workers, "workers", syncerOpts.Workers, "Concurrent reconciles per controller.")
-	fs.IntVar(&syncerOpts.PodWorkers, "pod-workers", syncerOpts.PodWorkers, "Concurrent reconciles of the virtual pod controller.")
-	fs.IntVar(&syncerOpts.NodeWorkers, "node-workers", syncerOpts.NodeWorkers, "Concurrent reconciles of the virtual node and node Lease controllers.")
-	fs.StringVar(&syncerOpts.VirtualAPIServer, "virtual-apiserver-address", "",
-		"host:port at which pods in the physical cluster reach the virtual API server; sets their KUBERNETES_SERVICE_HOST/PORT.")
-	fs.Func("physical-kube-api-qps", "Queries per second to the physical cluster's API server (default 300).", func(s string) error {
-		_, err := fmt.Sscan(s, &syncerOpts.PhysicalQPS)
-		return err
-	})
-	fs.IntVar(&syncerOpts.PhysicalBurst, "physical-kube-api-burst", syncerOpts.PhysicalBurst, "Burst of queries to the physical cluster's API server.")
-	syncerOpts.Kubelet.AddFlags(fs)
-	flag.Parse()
-	if syncerOpts.BindingName == "" {
-		fmt.Fprintln(os.Stderr, "--cluster-binding is required")
-		os.Exit(2)
+	cmd := app.Command{
+		Options:  opts,
+		Short:    "The syncer of one ClusterBinding: virtual nodes from physical ones, physical pods from virtual ones.",
+		AddFlags: func(fss *cliflag.NamedFlagSets) { syncerOpts.AddFlags(fss) },
+		Validate: syncerOpts.Validate,
+		Setup: func() app.Setup {
+			if opts.Election.LeaseName == "" {
+				opts.Election.LeaseName = syncer.Component + "-" + syncerOpts.BindingName
+			}
+			return syncer.Setup(syncerOpts)
+		},
 	}
-	if err := syncerOpts.Kubelet.Complete(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	if opts.Election.LeaseName == "" {
-		opts.Election.LeaseName = syncer.Component + "-" + syncerOpts.BindingName
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	ctx = klog.NewContext(ctx, klog.Background())
-	if err := app.Run(ctx, opts, syncer.Setup(syncerOpts)); err != nil {
-		klog.Background().Error(err, "Syncer stopped")
-		klog.Flush()
-		os.Exit(1)
-	}
-	klog.Flush()
+	os.Exit(cmd.Execute(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -1,11 +1,11 @@
 package app
 
 import (
-	"flag"
 	"fmt"
 	"runtime/debug"
 	"strconv"
 
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 )
 
@@ -28,18 +28,26 @@ type GCOptions struct {
 }
 
 // AddFlags registers --gc-percent on fs.
-func (o *GCOptions) AddFlags(fs *flag.FlagSet) {
-	fs.Func("gc-percent", fmt.Sprintf("Garbage-collection target: how far, in percent of the live heap, the heap may grow before the next "+
-		"collection, as the GOGC environment variable sets it. A GOGC variable takes precedence over the default, the flag over both (default %d).",
-		o.Percent), func(s string) error {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			return fmt.Errorf("must be a positive integer")
-		}
-		o.Percent, o.set = v, true
-		return nil
-	})
+func (o *GCOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.Var((*gcPercentValue)(o), "gc-percent", "Garbage-collection target: how far, in percent of the live heap, the heap may grow before "+
+		"the next collection, as the GOGC environment variable sets it. A GOGC variable takes precedence over the default, the flag over both.")
 }
+
+// gcPercentValue is --gc-percent: a positive integer that, once given,
+// overrides GOGC.
+type gcPercentValue GCOptions
+
+func (v *gcPercentValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return fmt.Errorf("must be a positive integer")
+	}
+	v.Percent, v.set = n, true
+	return nil
+}
+
+func (v *gcPercentValue) String() string { return strconv.Itoa(v.Percent) }
+func (v *gcPercentValue) Type() string   { return "int" }
 
 // Apply sets the target: the flag when given, else GOGC when the
 // environment sets it (the runtime already follows it), else the default.

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"flag"
 	"runtime/debug"
 	"testing"
 
@@ -37,8 +36,7 @@ func TestGCPercent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			debug.SetGCPercent(100)
 			opts := NewOptions("kubeocean-syncer")
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			opts.AddFlags(fs)
+			fs := Command{Options: opts}.Flags()
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
@@ -49,8 +47,7 @@ func TestGCPercent(t *testing.T) {
 		})
 	}
 
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	NewOptions("kubeocean-syncer").AddFlags(fs)
+	fs := Command{Options: NewOptions("kubeocean-syncer")}.Flags()
 	for _, bad := range []string{"--gc-percent=0", "--gc-percent=off"} {
 		if err := fs.Parse([]string{bad}); err == nil {
 			t.Fatalf("%s was accepted", bad)

@@ -6,11 +6,17 @@
 package app
 
 import (
-	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	cliflag "k8s.io/component-base/cli/flag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+
+	// Registers --logging-format=json.
+	_ "k8s.io/component-base/logs/json/register"
 
 	"github.com/kubeocean/kubeocean/pkg/leaderelection"
 	"github.com/kubeocean/kubeocean/pkg/serving"
@@ -30,6 +36,8 @@ type Options struct {
 	// metrics address.
 	Profiling bool
 	GC        GCOptions
+	// Logging is the format and verbosity of the logs (component-base).
+	Logging *logsapi.LoggingConfiguration
 }
 
 // NewOptions returns the defaults for component.
@@ -40,6 +48,7 @@ func NewOptions(component string) *Options {
 		KubeAPIBurst: 100,
 		Serving:      serving.NewOptions(),
 		GC:           GCOptions{Percent: DefaultGCPercent},
+		Logging:      logsapi.NewLoggingConfiguration(),
 		Election: leaderelection.Options{
 			LeaseName:      component,
 			LeaseNamespace: "kubeocean-system",
@@ -47,40 +56,65 @@ func NewOptions(component string) *Options {
 	}
 }
 
-// AddFlags registers the shared flags on fs.
-func (o *Options) AddFlags(fs *flag.FlagSet) {
+// Sections of --help that every binary shares, in the order they show.
+const (
+	SectionGeneric  = "Generic"
+	SectionServing  = "Metrics, health and profiling"
+	SectionElection = "Leader election"
+	SectionLogging  = "Logging"
+)
+
+// AddFlags registers the shared flags in their sections of fss.
+func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
+	fs := fss.FlagSet(SectionGeneric)
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
-		"Path to a kubeconfig of the cluster this component runs in. Empty means the in-cluster configuration.")
-	fs.Func("kube-api-qps", fmt.Sprintf("Queries per second to the API server (default %v).", o.KubeAPIQPS), func(s string) error {
-		var v float32
-		if _, err := fmt.Sscan(s, &v); err != nil || v <= 0 {
-			return fmt.Errorf("must be a positive number")
-		}
-		o.KubeAPIQPS = v
-		return nil
-	})
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server.")
-	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go profiles under /debug/pprof on the metrics address.")
-	o.Serving.AddFlags(fs)
-	o.Election.AddFlags(fs)
+		"Path to a kubeconfig of the cluster this component runs in. Empty means the files that $KUBECONFIG lists when it is set, else the in-cluster configuration.")
+	PositiveFloat32Var(fs, &o.KubeAPIQPS, "kube-api-qps", "Queries per second to the API server.")
+	IntVar(fs, &o.KubeAPIBurst, "kube-api-burst", 1, "Burst of queries to the API server.")
 	o.GC.AddFlags(fs)
+	serving := fss.FlagSet(SectionServing)
+	o.Serving.AddFlags(serving)
+	serving.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go profiles under /debug/pprof on the metrics address.")
+	o.Election.AddFlags(fss.FlagSet(SectionElection))
+	logsapi.AddFlags(o.Logging, fss.FlagSet(SectionLogging))
 }
 
 // RESTConfig builds the client configuration for the component's own
 // cluster, with its user agent and rate limits.
 func (o *Options) RESTConfig() (*rest.Config, error) {
-	var config *rest.Config
-	var err error
-	if o.Kubeconfig == "" {
-		config, err = rest.InClusterConfig()
-	} else {
-		config, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	}
+	config, err := loadConfig(o.Kubeconfig, os.Getenv("KUBECONFIG"))
 	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig %q: %w", o.Kubeconfig, err)
+		return nil, err
 	}
 	config.UserAgent = o.Component
 	config.QPS = o.KubeAPIQPS
 	config.Burst = o.KubeAPIBurst
 	return config, nil
+}
+
+// loadConfig reads the kubeconfig at path; without one, the files that the
+// KUBECONFIG variable (env) lists, as kubectl does; without either, the
+// in-cluster configuration.
+func loadConfig(path, env string) (*rest.Config, error) {
+	switch {
+	case path != "":
+		config, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			return nil, fmt.Errorf("loading the kubeconfig %q: %w", path, err)
+		}
+		return config, nil
+	case env != "":
+		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)}
+		config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading the kubeconfig from $KUBECONFIG (%s): %w", env, err)
+		}
+		return config, nil
+	default:
+		config, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig, no $KUBECONFIG, and not in a cluster: %w", err)
+		}
+		return config, nil
+	}
 }

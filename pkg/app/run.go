@@ -73,6 +73,9 @@ func Run(ctx context.Context, opts *Options, setup Setup) error {
 	if err := leaderelection.RegisterMetrics(p.Registry); err != nil {
 		return err
 	}
+	if err := registerBuildInfo(p.Registry, opts.Component); err != nil {
+		return err
+	}
 	recorder, stopRecorder := events.NewRecorder(ctx, kube, opts.Component)
 	defer stopRecorder()
 	p.Recorder = recorder
@@ -96,6 +99,9 @@ func Run(ctx context.Context, opts *Options, setup Setup) error {
 	}()
 	if err != nil {
 		return err
+	}
+	if !waitForAPIServer(ctx, kube.Discovery().RESTClient(), config.Host) {
+		return nil // stopped before the API server answered
 	}
 
 	var runErr error

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,8 +40,7 @@ func TestRunAllReturnsNilOnCancel(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	opts := NewOptions("kubeocean-syncer")
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	opts.AddFlags(fs)
+	fs := Command{Options: opts}.Flags()
 	err := fs.Parse([]string{
 		"--kubeconfig=/tmp/kc", "--leader-elect=true", "--metrics-bind-address=:9090",
 		"--health-probe-bind-address=:9091", "--kube-api-qps=200", "--kube-api-burst=400",

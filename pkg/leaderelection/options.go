@@ -2,11 +2,11 @@ package leaderelection
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
@@ -43,7 +43,7 @@ type Options struct {
 
 // AddFlags registers the --leader-elect* flags, defaulting to the current
 // values of o.
-func (o *Options) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "leader-elect", o.Enabled,
 		"Elect a leader on a Lease before doing any work, so several replicas can run for availability.")
 	fs.StringVar(&o.LeaseName, "leader-elect-resource-name", o.LeaseName, "The name of the Lease used for leader election.")

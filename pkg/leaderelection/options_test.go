@@ -2,12 +2,12 @@ package leaderelection
 
 import (
 	"context"
-	"flag"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 )
@@ -71,7 +71,7 @@ func TestOptionsCompletedFillsDefaults(t *testing.T) {
 
 func TestOptionsAddFlags(t *testing.T) {
 	opts := Options{LeaseName: "kubeocean-manager"}
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	opts.AddFlags(fs)
 
 	err := fs.Parse([]string{

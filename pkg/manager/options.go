@@ -2,10 +2,12 @@ package manager
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"time"
 
+	cliflag "k8s.io/component-base/cli/flag"
+
+	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
 	"github.com/kubeocean/kubeocean/pkg/syncer"
@@ -77,8 +79,19 @@ func NewOptions() Options {
 	}
 }
 
+// Sections of the manager's --help.
+const (
+	SectionManager = "Manager"
+	SectionSyncers = "Syncers"
+)
+
 // AddFlags registers the manager's flags, defaulting to the current values.
-func (o *Options) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
+	fs := fss.FlagSet(SectionManager)
+	app.IntVar(fs, &o.Workers, "workers", 1, "ClusterBindings reconciled concurrently.")
+	fs.StringVar(&o.VirtualAPIServerAddress, "virtual-apiserver-address", o.VirtualAPIServerAddress,
+		"host:port at which pods in the physical clusters reach the virtual API server; passed on to every syncer.")
+	fs = fss.FlagSet(SectionSyncers)
 	fs.StringVar(&o.SyncerMode, "syncer-mode", o.SyncerMode,
 		`How syncers run: "deployment" (a Deployment per binding, rendered from --syncer-template-dir) or "in-process" (inside the manager).`)
 	fs.StringVar(&o.SyncerTemplateDir, "syncer-template-dir", o.SyncerTemplateDir,
@@ -86,19 +99,13 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.SyncerImage, "syncer-image", o.SyncerImage, "Image of the syncer Deployments.")
 	fs.StringVar(&o.SyncerNamespace, "syncer-namespace", o.SyncerNamespace, "Namespace of the syncer Deployments.")
 	fs.StringVar(&o.SyncerServiceAccount, "syncer-service-account", o.SyncerServiceAccount, "ServiceAccount the syncer pods run as.")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "ClusterBindings reconciled concurrently.")
-	fs.StringVar(&o.VirtualAPIServerAddress, "virtual-apiserver-address", o.VirtualAPIServerAddress,
-		"host:port at which pods in the physical clusters reach the virtual API server; passed on to every syncer.")
-	fs.IntVar(&o.SyncerWorkers, "syncer-workers", o.SyncerWorkers, "Concurrent reconciles per controller of in-process syncers.")
-	fs.IntVar(&o.SyncerPodWorkers, "syncer-pod-workers", o.SyncerPodWorkers, "Concurrent reconciles of the virtual pod controller of in-process syncers.")
-	fs.IntVar(&o.SyncerNodeWorkers, "syncer-node-workers", o.SyncerNodeWorkers, "Concurrent reconciles of the virtual node and node Lease controllers of in-process syncers.")
-	fs.Func("physical-kube-api-qps", fmt.Sprintf("Queries per second of each in-process syncer to its physical cluster (default %v).", o.PhysicalQPS), func(s string) error {
-		_, err := fmt.Sscan(s, &o.PhysicalQPS)
-		return err
-	})
-	fs.IntVar(&o.PhysicalBurst, "physical-kube-api-burst", o.PhysicalBurst, "Burst of each in-process syncer's queries to its physical cluster.")
+	app.IntVar(fs, &o.SyncerWorkers, "syncer-workers", 1, "Concurrent reconciles per controller of in-process syncers.")
+	app.IntVar(fs, &o.SyncerPodWorkers, "syncer-pod-workers", 1, "Concurrent reconciles of the virtual pod controller of in-process syncers.")
+	app.IntVar(fs, &o.SyncerNodeWorkers, "syncer-node-workers", 1, "Concurrent reconciles of the virtual node and node Lease controllers of in-process syncers.")
+	app.PositiveFloat32Var(fs, &o.PhysicalQPS, "physical-kube-api-qps", "Queries per second of each in-process syncer to its physical cluster.")
+	app.IntVar(fs, &o.PhysicalBurst, "physical-kube-api-burst", 1, "Burst of each in-process syncer's queries to its physical cluster.")
 	// In deployment mode the syncer Deployments take these flags instead.
-	o.Kubelet.AddFlags(fs)
+	o.Kubelet.AddFlags(fss.FlagSet(syncer.SectionKubelet))
 }
 
 // Validate reports flags that cannot work together.

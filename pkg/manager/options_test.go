@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -51,9 +50,7 @@ func TestShippedManifestUsesRealFlags(t *testing.T) {
 	container := deployment.Spec.Template.Spec.Containers[0]
 
 	processOpts, managerOpts := app.NewOptions(Component), NewOptions()
-	fs := flag.NewFlagSet("kubeocean-manager", flag.ContinueOnError)
-	processOpts.AddFlags(fs)
-	managerOpts.AddFlags(fs)
+	fs := app.Command{Options: processOpts, AddFlags: managerOpts.AddFlags}.Flags()
 	if err := fs.Parse(container.Args); err != nil {
 		t.Fatalf("the manifest's arguments do not parse: %v", err)
 	}

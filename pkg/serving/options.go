@@ -1,6 +1,6 @@
 package serving
 
-import "flag"
+import "github.com/spf13/pflag"
 
 const (
 	// DefaultMetricsBindAddress is where /metrics is served unless overridden.
@@ -25,7 +25,7 @@ func NewOptions() Options {
 
 // AddFlags registers --metrics-bind-address and --health-probe-bind-address,
 // defaulting to the current values of o.
-func (o *Options) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		`The address the /metrics endpoint binds to, e.g. ":8080"; "0" disables it.`)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,

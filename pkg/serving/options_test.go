@@ -1,8 +1,9 @@
 package serving
 
 import (
-	"flag"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestOptionsAddFlags(t *testing.T) {
@@ -23,7 +24,7 @@ func TestOptionsAddFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := NewOptions()
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 			opts.AddFlags(fs)
 
 			if err := fs.Parse(tt.args); err != nil {

@@ -1,10 +1,10 @@
 package syncer
 
 import (
-	"flag"
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
@@ -46,7 +46,7 @@ func NewKubeletOptions() KubeletOptions {
 }
 
 // AddFlags registers the kubelet API flags on fs.
-func (o *KubeletOptions) AddFlags(fs *flag.FlagSet) {
+func (o *KubeletOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Address, "kubelet-address", o.Address,
 		"Address (IP or DNS name) that virtual nodes advertise for their kubelet API, served by this process; the virtual apiserver must reach it. Empty turns the kubelet API off.")
 	fs.StringVar(&o.BindAddress, "kubelet-bind-address", o.BindAddress, "Host the kubelet API listeners bind; empty binds all addresses.")

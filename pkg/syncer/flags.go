@@ -1,0 +1,45 @@
+package syncer
+
+import (
+	"errors"
+
+	cliflag "k8s.io/component-base/cli/flag"
+
+	"github.com/kubeocean/kubeocean/pkg/app"
+)
+
+// Sections of the syncer's --help.
+const (
+	SectionSyncer   = "Syncer"
+	SectionPhysical = "Physical cluster"
+	SectionKubelet  = "Kubelet API of virtual nodes"
+)
+
+// AddFlags registers the syncer binary's own flags, defaulting to the
+// current values of o.
+func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
+	fs := fss.FlagSet(SectionSyncer)
+	fs.StringVar(&o.BindingName, "cluster-binding", o.BindingName, "Name of the ClusterBinding this syncer serves (required).")
+	app.IntVar(fs, &o.Workers, "workers", 1, "Concurrent reconciles per controller.")
+	app.IntVar(fs, &o.PodWorkers, "pod-workers", 1, "Concurrent reconciles of the virtual pod controller.")
+	app.IntVar(fs, &o.NodeWorkers, "node-workers", 1, "Concurrent reconciles of the virtual node and node Lease controllers.")
+	fs.StringVar(&o.VirtualAPIServer, "virtual-apiserver-address", o.VirtualAPIServer,
+		"host:port at which pods in the physical cluster reach the virtual API server; sets their KUBERNETES_SERVICE_HOST/PORT.")
+	physical := fss.FlagSet(SectionPhysical)
+	app.PositiveFloat32Var(physical, &o.PhysicalQPS, "physical-kube-api-qps", "Queries per second to the physical cluster's API server.")
+	app.IntVar(physical, &o.PhysicalBurst, "physical-kube-api-burst", 1, "Burst of queries to the physical cluster's API server.")
+	o.Kubelet.AddFlags(fss.FlagSet(SectionKubelet))
+}
+
+// Validate checks what single flags cannot: that the binding is named and
+// the kubelet API's settings hold together.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.BindingName == "" {
+		errs = append(errs, errors.New("--cluster-binding is required"))
+	}
+	if err := o.Kubelet.Complete(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

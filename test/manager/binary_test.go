@@ -1,0 +1,183 @@
+package manager
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/manager"
+	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
+)
+
+// TestManagerBinary checks the built kubeocean-manager as an operator runs
+// it: --version, refused flags, JSON logs that name the version and the
+// settings, the build-info metric, and an exit after SIGTERM well within
+// the shipped termination grace period while a syncer runs in it.
+func TestManagerBinary(t *testing.T) {
+	binary := filepath.Join(t.TempDir(), "kubeocean-manager")
+	build := exec.Command("go", "build", "-o", binary, "../../cmd/kubeocean-manager")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	t.Run("--version", func(t *testing.T) {
+		out, err := exec.Command(binary, "--version").Output()
+		if err != nil || !strings.HasPrefix(string(out), "kubeocean-manager v") {
+			t.Fatalf("--version: %v, %q", err, out)
+		}
+	})
+
+	t.Run("bad flags exit 2 with the reason", func(t *testing.T) {
+		for _, tc := range []struct{ flag, want string }{
+			{"--kube-api-qps=abc", `invalid argument "abc" for "--kube-api-qps" flag: not a number`},
+			{"--physical-kube-api-qps=-5", `"--physical-kube-api-qps" flag: must be greater than 0`},
+			{"--workers=-3", `"--workers" flag: must be at least 1`},
+			{"--syncer-mode=sideways", `--syncer-mode must be "deployment" or "in-process"`},
+		} {
+			var stderr bytes.Buffer
+			cmd := exec.Command(binary, "--kubeconfig="+virtualCluster.KubeconfigPath, tc.flag)
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != app.ExitBadArgs || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("%s: %v, stderr %q, want exit 2 and %q", tc.flag, err, stderr.String(), tc.want)
+			}
+		}
+	})
+
+	t.Run("JSON logs, build info and a prompt shutdown", func(t *testing.T) {
+		w := newWorld(t)
+		const name = "mgr-binary"
+		w.putSecret(t, name+"-kubeconfig", kubeconfigData(physicalCluster.Kubeconfig))
+		metrics := freeAddr(t)
+		cmd := exec.Command(binary, "--kubeconfig="+virtualCluster.KubeconfigPath, "--syncer-mode=in-process",
+			"--leader-elect", "--leader-elect-resource-name=mgr-binary", "--logging-format=json",
+			"--metrics-bind-address="+metrics, "--health-probe-bind-address="+freeAddr(t))
+		logs := &lineBuffer{}
+		cmd.Stdout, cmd.Stderr = logs, logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			// The binding's finalizer needs a manager: an in-process one
+			// removes it after the binary is gone.
+			startManager(t, func(_ *app.Options, o *manager.Options) { o.SyncerMode = manager.ModeInProcess })
+			w.deleteBinding(t, name, 90*time.Second)
+		})
+
+		w.createBinding(t, name, name)
+		w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, clusterbinding.ReasonReady, 60*time.Second)
+		status, body := httpGet("http://" + metrics + "/metrics")
+		if status != 200 || !strings.Contains(body, `kubeocean_build_info{commit=`) || !strings.Contains(body, `component="kubeocean-manager"`) {
+			t.Errorf("/metrics: %d, no kubeocean_build_info of the manager", status)
+		}
+
+		start := time.Now()
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		grace := shippedGracePeriod(t)
+		select {
+		case err := <-exited:
+			took := time.Since(start)
+			t.Logf("kubeocean-manager exited %v after SIGTERM (shipped grace period %v)", took.Round(time.Millisecond), grace)
+			if err != nil {
+				t.Errorf("exit after SIGTERM: %v", err)
+			}
+			if took > grace/2 {
+				t.Errorf("took %v to stop, more than half the shipped grace period %v", took, grace)
+			}
+		case <-time.After(grace):
+			t.Fatalf("still running %v after SIGTERM: the kubelet would kill it", grace)
+		}
+
+		checkJSONLogs(t, logs.Lines())
+	})
+}
+
+// checkJSONLogs: every line is a JSON object, and the start-up line names
+// the version and the settings.
+func checkJSONLogs(t *testing.T, lines []string) {
+	t.Helper()
+	var started, connected bool
+	for _, line := range lines {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Errorf("not a JSON log line: %q", line)
+			continue
+		}
+		switch entry["msg"] {
+		case "Starting":
+			settings, _ := entry["settings"].([]any)
+			started = entry["version"] != nil && entry["commit"] != nil &&
+				strings.Contains(fmt.Sprint(settings), "--syncer-mode=in-process")
+		case "Connected to the API server":
+			connected = entry["serverVersion"] != nil
+		}
+	}
+	if !started || !connected {
+		t.Errorf("start-up lines missing (Starting with version and settings: %v; Connected: %v) in %d lines", started, connected, len(lines))
+	}
+}
+
+func shippedGracePeriod(t *testing.T) time.Duration {
+	t.Helper()
+	data, err := os.ReadFile("../../manifests/deploy/manager.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	seconds := int64(30) // the Kubernetes default
+	if g := d.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
+		seconds = *g
+	}
+	return time.Duration(seconds) * time.Second
+}
+
+// lineBuffer collects a process's output lines.
+type lineBuffer struct {
+	mu      sync.Mutex
+	partial bytes.Buffer
+	lines   []string
+}
+
+func (b *lineBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.partial.Write(p)
+	for {
+		line, err := b.partial.ReadString('\n')
+		if errors.Is(err, io.EOF) {
+			b.partial.WriteString(line)
+			return len(p), nil
+		}
+		b.lines = append(b.lines, strings.TrimSuffix(line, "\n"))
+	}
+}
+
+func (b *lineBuffer) Lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.lines...)
+}
