@@ -2,37 +2,58 @@ package app
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 )
 
 // RequestCounter counts the API requests a process makes, by cluster,
-// verb and resource, as kubeocean_client_requests_total: the write
-// amplification of a controller is read from it directly.
+// verb, resource and response code, as kubeocean_client_requests_total, and
+// times them (all but watches) in kubeocean_client_request_duration_seconds:
+// the write amplification of a controller is read from it directly, and an
+// apiserver that refuses or slows down shows by cluster.
 type RequestCounter struct {
 	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
 }
 
-// NewRequestCounter creates the counter and registers it with reg.
+// NewRequestCounter creates the metrics and registers them with reg.
 func NewRequestCounter(reg prometheus.Registerer) *RequestCounter {
-	c := &RequestCounter{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "kubeocean", Subsystem: "client", Name: "requests_total",
-		Help: "API requests sent, by cluster (virtual or physical), verb and resource[/subresource].",
-	}, []string{"cluster", "verb", "resource"})}
-	reg.MustRegister(c.requests)
+	c := &RequestCounter{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "kubeocean", Subsystem: "client", Name: "requests_total",
+			Help: "API requests sent, by cluster (virtual or physical), verb, resource[/subresource] and HTTP status code (\"error\" when no response came).",
+		}, []string{"cluster", "verb", "resource", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "kubeocean", Subsystem: "client", Name: "request_duration_seconds",
+			Help:    "Time from sending an API request to its response headers, by cluster, verb and resource; watches are not timed.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"cluster", "verb", "resource"}),
+	}
+	reg.MustRegister(c.requests, c.duration)
 	return c
 }
 
-// Wrap makes every client built from config count its requests under
-// cluster.
+// Wrap makes every client built from config count and time its requests
+// under cluster.
 func (c *RequestCounter) Wrap(config *rest.Config, cluster string) {
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			verb, resource := describe(req)
-			c.requests.WithLabelValues(cluster, verb, resource).Inc()
-			return rt.RoundTrip(req)
+			start := time.Now()
+			resp, err := rt.RoundTrip(req)
+			code := "error"
+			if err == nil {
+				code = strconv.Itoa(resp.StatusCode)
+			}
+			c.requests.WithLabelValues(cluster, verb, resource, code).Inc()
+			if verb != "watch" {
+				c.duration.WithLabelValues(cluster, verb, resource).Observe(time.Since(start).Seconds())
+			}
+			return resp, err
 		})
 	})
 }

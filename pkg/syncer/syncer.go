@@ -28,6 +28,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/events"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/serving"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
 	"github.com/kubeocean/kubeocean/pkg/validation"
@@ -190,8 +191,17 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		return nil, err
 	}
 
-	// One check per binding: the manager may run several syncers in one process.
+	// One check and one collector per binding: the manager may run several
+	// syncers in one process. The collector reads informers the controllers
+	// already asked for.
 	p.Health.AddReadyz(serving.Check{Name: "informers-synced-" + binding.Name, Fn: env.informersSynced})
+	collector := newBindingCollector(binding.Name,
+		env.virtualInformers.Kube(ownedScope(binding.Spec.ClusterID, "")).Core().V1().Nodes().Lister(),
+		env.physicalInformers.Kube(boundScope(ownership.Of(binding), binding.Spec.MountNamespace)).Core().V1().Pods().Lister())
+	if err := p.Registry.Register(collector); err != nil {
+		stopRecorder()
+		return nil, fmt.Errorf("registering the metrics of %s: %w", binding.Name, err)
+	}
 	return append(runnables,
 		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
 			// Started with the context that ends when any runnable fails, so
@@ -200,6 +210,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 			env.physicalInformers.Start(ctx)
 			env.virtualMetadata.Start(ctx.Done())
 			<-ctx.Done()
+			p.Registry.Unregister(collector)
 			env.virtualInformers.Shutdown()
 			env.physicalInformers.Shutdown()
 			env.virtualMetadata.Shutdown()

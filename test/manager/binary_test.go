@@ -2,6 +2,7 @@ package manager
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,12 +17,14 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/manager"
 	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
+	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
 // TestManagerBinary checks the built kubeocean-manager as an operator runs
@@ -83,11 +86,24 @@ func TestManagerBinary(t *testing.T) {
 			w.deleteBinding(t, name, 90*time.Second)
 		})
 
+		lendNode(t, w, name, name+"-node")
 		w.createBinding(t, name, name)
 		w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, clusterbinding.ReasonReady, 60*time.Second)
-		status, body := httpGet("http://" + metrics + "/metrics")
-		if status != 200 || !strings.Contains(body, `kubeocean_build_info{commit=`) || !strings.Contains(body, `component="kubeocean-manager"`) {
-			t.Errorf("/metrics: %d, no kubeocean_build_info of the manager", status)
+		// The binding lends one node of 4 CPUs and 8Gi, Ready.
+		for _, want := range []string{
+			`kubeocean_build_info{commit=`,
+			`kubeocean_binding_virtual_nodes{binding="mgr-binary",ready="True"} 1`,
+			`kubeocean_binding_lent_capacity{binding="mgr-binary",resource="cpu"} 4`,
+			`kubeocean_binding_lent_capacity{binding="mgr-binary",resource="memory"} 8.589934592e+09`,
+			`kubeocean_binding_pods{binding="mgr-binary",phase="Running"} 0`,
+			`kubeocean_client_requests_total{cluster="physical",code="200",resource="nodes",verb="watch"}`,
+			`kubeocean_client_requests_total{cluster="virtual",code="201",resource="nodes",verb="create"} 1`,
+			`kubeocean_client_request_duration_seconds_count{cluster="virtual",resource="nodes",verb="create"} 1`,
+		} {
+			waitFor(t, 30*time.Second, "/metrics shows "+want, func(context.Context) (bool, error) {
+				status, body := httpGet("http://" + metrics + "/metrics")
+				return status == 200 && strings.Contains(body, want), nil
+			})
 		}
 
 		start := time.Now()
@@ -110,6 +126,25 @@ func TestManagerBinary(t *testing.T) {
 		}
 
 		checkJSONLogs(t, logs.Lines())
+	})
+}
+
+// lendNode creates a kwok node of 4 CPUs and 8Gi that binding selects,
+// and a policy lending it in full; both are removed when the test ends.
+func lendNode(t *testing.T, w *world, binding, node string) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := w.physical.CoreV1().Nodes().Create(ctx, testenv.KwokNode(node, "4", "8Gi", map[string]string{"suite": binding}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	policy := &kubeoceanv1alpha1.ResourceLeasingPolicy{ObjectMeta: metav1.ObjectMeta{Name: binding},
+		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: binding}}
+	if _, err := w.physicalOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w.physicalOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Delete(context.Background(), binding, metav1.DeleteOptions{})
+		_ = w.physical.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{})
 	})
 }
 

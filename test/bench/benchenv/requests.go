@@ -30,7 +30,7 @@ func ScrapeRequests(metricsAddr string) (map[string]float64, error) {
 		for _, l := range m.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
-		out[labels["cluster"]+" "+labels["verb"]+" "+labels["resource"]] = m.GetCounter().GetValue()
+		out[labels["cluster"]+" "+labels["verb"]+" "+labels["resource"]] += m.GetCounter().GetValue() // summed over codes
 	}
 	return out, nil
 }
