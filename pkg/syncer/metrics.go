@@ -11,10 +11,10 @@ import (
 // syncer's informer caches when /metrics is scraped: nothing to keep in
 // step, and no request to either cluster.
 type bindingCollector struct {
-	virtualNodes  corelisters.NodeLister // this binding's virtual nodes
-	physicalPods  corelisters.PodLister  // this binding's physical pods
-	nodes, lent   *prometheus.Desc
-	pods          *prometheus.Desc
+	virtualNodes corelisters.NodeLister // this binding's virtual nodes
+	physicalPods corelisters.PodLister  // this binding's physical pods
+	nodes, lent  *prometheus.Desc
+	pods         *prometheus.Desc
 }
 
 func newBindingCollector(binding string, virtualNodes corelisters.NodeLister, physicalPods corelisters.PodLister) *bindingCollector {
