@@ -7,10 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
@@ -195,12 +195,10 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	// syncers in one process. The collector reads informers the controllers
 	// already asked for.
 	p.Health.AddReadyz(serving.Check{Name: "informers-synced-" + binding.Name, Fn: env.informersSynced})
-	collector := newBindingCollector(binding.Name,
-		env.virtualInformers.Kube(ownedScope(binding.Spec.ClusterID, "")).Core().V1().Nodes().Lister(),
-		env.physicalInformers.Kube(boundScope(ownership.Of(binding), binding.Spec.MountNamespace)).Core().V1().Pods().Lister())
-	if err := p.Registry.Register(collector); err != nil {
+	collectors, err := env.bindingMetrics()
+	if err != nil {
 		stopRecorder()
-		return nil, fmt.Errorf("registering the metrics of %s: %w", binding.Name, err)
+		return nil, err
 	}
 	return append(runnables,
 		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
@@ -210,7 +208,9 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 			env.physicalInformers.Start(ctx)
 			env.virtualMetadata.Start(ctx.Done())
 			<-ctx.Done()
-			p.Registry.Unregister(collector)
+			for _, c := range collectors {
+				p.Registry.Unregister(c)
+			}
 			env.virtualInformers.Shutdown()
 			env.physicalInformers.Shutdown()
 			env.virtualMetadata.Shutdown()
@@ -239,6 +239,32 @@ func physicalClients(ctx context.Context, p *app.Process, binding *kubeoceanv1al
 		return clusterClients{}, nil, fmt.Errorf("probing the physical cluster of %s: %w", binding.Name, err)
 	}
 	return entry.Clients, entry.Config, nil
+}
+
+// bindingMetrics registers the binding's metrics, read from the informers
+// the controllers already asked for, and returns them for unregistering
+// when the syncer stops.
+func (e *syncerEnv) bindingMetrics() ([]prometheus.Collector, error) {
+	virtualPods := e.virtualInformers.Kube(informers.Scope{}).Core().V1().Pods()
+	physicalPods := e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods()
+	latency := newSyncLatency(e.binding.Name, virtualPods.Lister(), physicalPods.Lister())
+	if _, err := physicalPods.Informer().AddEventHandler(latency.physicalHandler()); err != nil {
+		return nil, err
+	}
+	if _, err := virtualPods.Informer().AddEventHandler(latency.virtualHandler()); err != nil {
+		return nil, err
+	}
+	collectors := append(latency.collectors(), newBindingCollector(e.binding.Name,
+		e.virtualInformers.Kube(ownedScope(e.binding.Spec.ClusterID, "")).Core().V1().Nodes().Lister(), physicalPods.Lister()))
+	for i, c := range collectors {
+		if err := e.process.Registry.Register(c); err != nil {
+			for _, registered := range collectors[:i] {
+				e.process.Registry.Unregister(registered)
+			}
+			return nil, fmt.Errorf("registering the metrics of %s: %w", e.binding.Name, err)
+		}
+	}
+	return collectors, nil
 }
 
 func (e *syncerEnv) informersSynced(r *http.Request) error {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/manager"
 	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -67,6 +69,9 @@ func TestManagerBinary(t *testing.T) {
 		w := newWorld(t)
 		const name = "mgr-binary"
 		w.putSecret(t, name+"-kubeconfig", kubeconfigData(physicalCluster.Kubeconfig))
+		// Before the binding's cleanup below, so that it runs after it: the
+		// node must outlive the pods that unbinding deletes.
+		lendNode(t, w, name, name+"-node")
 		metrics := freeAddr(t)
 		cmd := exec.Command(binary, "--kubeconfig="+virtualCluster.KubeconfigPath, "--syncer-mode=in-process",
 			"--leader-elect", "--leader-elect-resource-name=mgr-binary", "--logging-format=json",
@@ -86,7 +91,6 @@ func TestManagerBinary(t *testing.T) {
 			w.deleteBinding(t, name, 90*time.Second)
 		})
 
-		lendNode(t, w, name, name+"-node")
 		w.createBinding(t, name, name)
 		w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, clusterbinding.ReasonReady, 60*time.Second)
 		// The binding lends one node of 4 CPUs and 8Gi, Ready.
@@ -101,6 +105,28 @@ func TestManagerBinary(t *testing.T) {
 			`kubeocean_client_request_duration_seconds_count{cluster="virtual",resource="nodes",verb="create"} 1`,
 		} {
 			waitFor(t, 30*time.Second, "/metrics shows "+want, func(context.Context) (bool, error) {
+				status, body := httpGet("http://" + metrics + "/metrics")
+				return status == 200 && strings.Contains(body, want), nil
+			})
+		}
+
+		// One pod on the virtual node: it runs in the physical cluster, and
+		// both hops of its sync are timed.
+		createNamespace(t, w.virtual, name)
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "web"}, Spec: corev1.PodSpec{
+			NodeName:    naming.VirtualNodeName(name, name+"-node"),
+			Containers:  []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		}}
+		if _, err := w.virtual.CoreV1().Pods(name).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			`kubeocean_binding_pods{binding="mgr-binary",phase="Running"} 1`,
+			`kubeocean_pod_sync_to_physical_seconds_count{binding="mgr-binary"} 1`,
+			`kubeocean_pod_running_to_virtual_seconds_count{binding="mgr-binary"} 1`,
+		} {
+			waitFor(t, 60*time.Second, "/metrics shows "+want, func(context.Context) (bool, error) {
 				status, body := httpGet("http://" + metrics + "/metrics")
 				return status == 200 && strings.Contains(body, want), nil
 			})
