@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
+	"github.com/kubeocean/kubeocean/test/kwokkubelet"
+)
+
+// followResult is what concurrent logs -f streams cost the syncer and
+// what they leave behind.
+type followResult struct {
+	rssBefore, rssOpen, rssAfter float64
+	// goroutines of the syncer before, while open and after they closed.
+	goroutinesBefore, goroutinesOpen, goroutinesAfter float64
+	// openStreams is the syncer's open log streams while open and after;
+	// physicalStreams the physical apiserver's log requests in flight.
+	openStreams, openStreamsAfter         float64
+	physicalStreams, physicalStreamsAfter float64
+	physicalStreamsBefore                 float64
+	closeSettle                           time.Duration
+}
+
+// concurrentFollows opens cfg.streams logs -f streams through the virtual
+// cluster, waits until each has its first line, measures, closes them all
+// and waits until the syncer and the physical apiserver hold none.
+func (b *bench) concurrentFollows(ctx context.Context) (followResult, error) {
+	var r followResult
+	var err error
+	benchenv.Logf("concurrent follows: the syncer at rest")
+	if r.rssBefore, _, err = b.syncer.Footprint(ctx, 5*time.Second); err != nil {
+		return r, err
+	}
+	if err := b.scrape(ctx, &r.goroutinesBefore, nil, &r.physicalStreamsBefore); err != nil {
+		return r, err
+	}
+
+	benchenv.Logf("concurrent follows: opening %d logs -f streams through the virtual cluster", b.cfg.streams)
+	streamCtx, closeStreams := context.WithCancel(ctx)
+	defer closeStreams()
+	var wg sync.WaitGroup
+	started := make(chan error, b.cfg.streams)
+	for range b.cfg.streams {
+		wg.Go(func() {
+			body, err := b.virtualKube.CoreV1().Pods(appNamespace).GetLogs(podName, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(streamCtx)
+			if err != nil {
+				started <- err
+				return
+			}
+			defer func() { _ = body.Close() }()
+			first := make([]byte, len(kwokkubelet.LogLines[0]))
+			_, err = io.ReadFull(body, first)
+			started <- err
+			_, _ = io.Copy(io.Discard, body)
+		})
+	}
+	for range b.cfg.streams {
+		if err := <-started; err != nil {
+			return r, fmt.Errorf("a logs -f stream: %w", err)
+		}
+	}
+	if r.rssOpen, _, err = b.syncer.Footprint(ctx, 2*time.Second); err != nil {
+		return r, err
+	}
+	if err := b.scrape(ctx, &r.goroutinesOpen, &r.openStreams, &r.physicalStreams); err != nil {
+		return r, err
+	}
+
+	benchenv.Logf("concurrent follows: closing them")
+	closeStreams()
+	wg.Wait()
+	start := time.Now()
+	_, err = benchenv.WaitUntil(ctx, start, time.Minute, "the streams close in the syncer and the physical apiserver", func(ctx context.Context) (bool, string, error) {
+		if err := b.scrape(ctx, &r.goroutinesAfter, &r.openStreamsAfter, &r.physicalStreamsAfter); err != nil {
+			return false, "", err
+		}
+		return r.openStreamsAfter == 0 && r.physicalStreamsAfter <= r.physicalStreamsBefore,
+			fmt.Sprintf("syncer %v open, physical %v in flight", r.openStreamsAfter, r.physicalStreamsAfter), nil
+	})
+	r.closeSettle = time.Since(start)
+	if err != nil {
+		// Reported in the table: what is left is the figure.
+		benchenv.Logf("%v", err)
+	}
+	// Idle HTTP connections and their goroutines close over a few seconds.
+	if r.rssAfter, _, err = b.syncer.Footprint(ctx, 5*time.Second); err != nil {
+		return r, err
+	}
+	return r, b.scrape(ctx, &r.goroutinesAfter, &r.openStreamsAfter, &r.physicalStreamsAfter)
+}
+
+// scrape reads the syncer's goroutines and open log streams, and the
+// physical apiserver's log requests in flight; nil pointers are skipped.
+func (b *bench) scrape(ctx context.Context, goroutines, openStreams, physicalStreams *float64) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	syncerMetrics, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if goroutines != nil {
+		*goroutines = metricValue(string(syncerMetrics), "go_goroutines")
+	}
+	if openStreams != nil {
+		*openStreams = metricValue(string(syncerMetrics), "kubeocean_kubelet_api_open_streams", `operation="logs"`)
+	}
+	if physicalStreams != nil {
+		physical, err := b.physKube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		*physicalStreams = metricValue(string(physical), "apiserver_longrunning_requests", `resource="pods"`, `subresource="log"`)
+	}
+	return nil
+}
