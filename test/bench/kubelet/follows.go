@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,15 @@ type followResult struct {
 	goroutinesBefore, goroutinesOpen, goroutinesAfter float64
 	// openStreams is the syncer's open log streams while open and after;
 	// physicalStreams the physical apiserver's log requests in flight.
-	openStreams, openStreamsAfter         float64
+	openStreams, openStreamsAfter float64
+	// clientsOpen is how many of the client's streams were still open when
+	// the figures were taken; endedEarly says why the first one that ended
+	// before it was closed did.
+	clientsOpen int64
+	endedEarly  string
+	// goroutinesIdle is the syncer's goroutines once idle connections
+	// have timed out too.
+	goroutinesIdle                        float64
 	physicalStreams, physicalStreamsAfter float64
 	physicalStreamsBefore                 float64
 	closeSettle                           time.Duration
@@ -46,6 +55,8 @@ func (b *bench) concurrentFollows(ctx context.Context) (followResult, error) {
 	streamCtx, closeStreams := context.WithCancel(ctx)
 	defer closeStreams()
 	var wg sync.WaitGroup
+	var open atomic.Int64
+	var endedOnce sync.Once
 	started := make(chan error, b.cfg.streams)
 	for range b.cfg.streams {
 		wg.Go(func() {
@@ -58,7 +69,15 @@ func (b *bench) concurrentFollows(ctx context.Context) (followResult, error) {
 			first := make([]byte, len(kwokkubelet.LogLines[0]))
 			_, err = io.ReadFull(body, first)
 			started <- err
-			_, _ = io.Copy(io.Discard, body)
+			if err != nil {
+				return
+			}
+			open.Add(1)
+			defer open.Add(-1)
+			_, err = io.Copy(io.Discard, body)
+			if streamCtx.Err() == nil {
+				endedOnce.Do(func() { r.endedEarly = fmt.Sprintf("%v", err) })
+			}
 		})
 	}
 	for range b.cfg.streams {
@@ -69,6 +88,7 @@ func (b *bench) concurrentFollows(ctx context.Context) (followResult, error) {
 	if r.rssOpen, _, err = b.syncer.Footprint(ctx, 2*time.Second); err != nil {
 		return r, err
 	}
+	r.clientsOpen = open.Load()
 	if err := b.scrape(ctx, &r.goroutinesOpen, &r.openStreams, &r.physicalStreams); err != nil {
 		return r, err
 	}
@@ -93,7 +113,19 @@ func (b *bench) concurrentFollows(ctx context.Context) (followResult, error) {
 	if r.rssAfter, _, err = b.syncer.Footprint(ctx, 5*time.Second); err != nil {
 		return r, err
 	}
-	return r, b.scrape(ctx, &r.goroutinesAfter, &r.openStreamsAfter, &r.physicalStreamsAfter)
+	if err := b.scrape(ctx, &r.goroutinesAfter, &r.openStreamsAfter, &r.physicalStreamsAfter); err != nil {
+		return r, err
+	}
+	// The virtual apiserver keeps its connections to the kubelet API open
+	// for reuse, up to its idle timeout (90 s); past it, the syncer's
+	// goroutines must be back to where they were.
+	benchenv.Logf("concurrent follows: waiting out idle connections (100 s)")
+	select {
+	case <-ctx.Done():
+		return r, ctx.Err()
+	case <-time.After(100 * time.Second):
+	}
+	return r, b.scrape(ctx, &r.goroutinesIdle, nil, nil)
 }
 
 // scrape reads the syncer's goroutines and open log streams, and the

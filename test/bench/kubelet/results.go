@@ -34,12 +34,17 @@ func (r results) print(cfg config) {
 	fmt.Fprintf(w, "exec round trip p99 (ms)\t%.1f\t%.1f\t+%.1f\t< 20 ms overhead\n", ms(v99), ms(d99), ms(v99-d99))
 	f := r.follows
 	fmt.Fprintf(w, "%d logs -f open: syncer RSS (MiB)\t%.1f\t%.1f at rest\t+%.1f\t< 50 MiB growth\n", cfg.streams, f.rssOpen, f.rssBefore, f.rssOpen-f.rssBefore)
-	fmt.Fprintf(w, "%d logs -f open: syncer goroutines / open log streams\t%.0f / %.0f\t%.0f at rest\t\t\n", cfg.streams, f.goroutinesOpen, f.openStreams, f.goroutinesBefore)
+	fmt.Fprintf(w, "%d logs -f opened: still open at the client / in the syncer\t%d / %.0f\t\t\t%d\n", cfg.streams, f.clientsOpen, f.openStreams, cfg.streams)
+	fmt.Fprintf(w, "%d logs -f open: syncer goroutines\t%.0f\t%.0f at rest\t%+.0f\t\n", cfg.streams, f.goroutinesOpen, f.goroutinesBefore, f.goroutinesOpen-f.goroutinesBefore)
 	fmt.Fprintf(w, "%d logs -f open: physical log requests in flight\t%.0f\t%.0f at rest\t\t\n", cfg.streams, f.physicalStreams, f.physicalStreamsBefore)
 	fmt.Fprintf(w, "after they closed (%.1f s): syncer goroutines\t%.0f\t%.0f at rest\t%+.0f\t≈ 0\n", f.closeSettle.Seconds(), f.goroutinesAfter, f.goroutinesBefore, f.goroutinesAfter-f.goroutinesBefore)
 	fmt.Fprintf(w, "after they closed: syncer open log streams / physical log requests in flight\t%.0f / %.0f\t0 / %.0f\t\t0 left\n", f.openStreamsAfter, f.physicalStreamsAfter, f.physicalStreamsBefore)
 	fmt.Fprintf(w, "after they closed: syncer RSS (MiB)\t%.1f\t%.1f at rest\t%+.1f\t\n", f.rssAfter, f.rssBefore, f.rssAfter-f.rssBefore)
+	fmt.Fprintf(w, "after idle connections timed out (100 s): syncer goroutines\t%.0f\t%.0f at rest\t%+.0f\t≈ 0\n", f.goroutinesIdle, f.goroutinesBefore, f.goroutinesIdle-f.goroutinesBefore)
 	w.Flush()
+	if f.endedEarly != "" {
+		fmt.Printf("\nA logs -f stream ended before the client closed it: %s\n", f.endedEarly)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
