@@ -259,10 +259,12 @@ func (d *demo) showKubeletAPI(ctx context.Context) error {
 		return errors.New("the application has no pods")
 	}
 	pod := pods.Items[0].Name
-	fmt.Println("\nThrough the virtual cluster (kubelet API of the virtual node, served by Kubeocean):")
+	fmt.Println("\nkubectl logs and exec through the virtual cluster: the virtual apiserver calls the kubelet API of the")
+	fmt.Println("virtual node, which Kubeocean serves from the physical pod (kwok stands in for the physical kubelet:")
+	fmt.Println("it serves every container's log from a file and runs exec commands on this machine):")
 	for _, args := range [][]string{
 		{"-n", stack.AppNamespace, "logs", pod, "--tail=2"},
-		{"-n", stack.AppNamespace, "exec", pod, "--", "sh", "-c", "echo hello from $(hostname)"},
+		{"-n", stack.AppNamespace, "exec", pod, "--", "echo", "hello through the virtual cluster"},
 	} {
 		out, err := s.Virtual.Kubectl(ctx, args...)
 		if err != nil {
