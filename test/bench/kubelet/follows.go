@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
@@ -29,6 +30,10 @@ type followResult struct {
 	// before it was closed did.
 	clientsOpen int64
 	endedEarly  string
+	// floorOpen and floorEndedEarly are the same for streams straight
+	// from the physical cluster.
+	floorOpen       int64
+	floorEndedEarly string
 	// goroutinesIdle is the syncer's goroutines once idle connections
 	// have timed out too.
 	goroutinesIdle                        float64
@@ -51,51 +56,31 @@ func (b *bench) concurrentFollows(ctx context.Context) (followResult, error) {
 		return r, err
 	}
 
+	benchenv.Logf("concurrent follows: the floor, %d logs -f streams straight from the physical cluster", b.cfg.streams)
+	floor, err := openFollows(ctx, b.physKube, mount, b.physicalPod, b.cfg.streams)
+	if err != nil {
+		return r, fmt.Errorf("straight: %w", err)
+	}
+	time.Sleep(5 * time.Second)
+	r.floorOpen, r.floorEndedEarly = floor.open.Load(), floor.endedEarly()
+	floor.close()
+
 	benchenv.Logf("concurrent follows: opening %d logs -f streams through the virtual cluster", b.cfg.streams)
-	streamCtx, closeStreams := context.WithCancel(ctx)
-	defer closeStreams()
-	var wg sync.WaitGroup
-	var open atomic.Int64
-	var endedOnce sync.Once
-	started := make(chan error, b.cfg.streams)
-	for range b.cfg.streams {
-		wg.Go(func() {
-			body, err := b.virtualKube.CoreV1().Pods(appNamespace).GetLogs(podName, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(streamCtx)
-			if err != nil {
-				started <- err
-				return
-			}
-			defer func() { _ = body.Close() }()
-			first := make([]byte, len(kwokkubelet.LogLines[0]))
-			_, err = io.ReadFull(body, first)
-			started <- err
-			if err != nil {
-				return
-			}
-			open.Add(1)
-			defer open.Add(-1)
-			_, err = io.Copy(io.Discard, body)
-			if streamCtx.Err() == nil {
-				endedOnce.Do(func() { r.endedEarly = fmt.Sprintf("%v", err) })
-			}
-		})
+	follows, err := openFollows(ctx, b.virtualKube, appNamespace, podName, b.cfg.streams)
+	if err != nil {
+		return r, fmt.Errorf("through the virtual cluster: %w", err)
 	}
-	for range b.cfg.streams {
-		if err := <-started; err != nil {
-			return r, fmt.Errorf("a logs -f stream: %w", err)
-		}
-	}
+	defer follows.close()
 	if r.rssOpen, _, err = b.syncer.Footprint(ctx, 2*time.Second); err != nil {
 		return r, err
 	}
-	r.clientsOpen = open.Load()
+	r.clientsOpen, r.endedEarly = follows.open.Load(), follows.endedEarly()
 	if err := b.scrape(ctx, &r.goroutinesOpen, &r.openStreams, &r.physicalStreams); err != nil {
 		return r, err
 	}
 
 	benchenv.Logf("concurrent follows: closing them")
-	closeStreams()
-	wg.Wait()
+	follows.close()
 	start := time.Now()
 	_, err = benchenv.WaitUntil(ctx, start, time.Minute, "the streams close in the syncer and the physical apiserver", func(ctx context.Context) (bool, string, error) {
 		if err := b.scrape(ctx, &r.goroutinesAfter, &r.openStreamsAfter, &r.physicalStreamsAfter); err != nil {
@@ -158,4 +143,67 @@ func (b *bench) scrape(ctx context.Context, goroutines, openStreams, physicalStr
 		*physicalStreams = metricValue(string(physical), "apiserver_longrunning_requests", `resource="pods"`, `subresource="log"`)
 	}
 	return nil
+}
+
+// followSet is n logs -f streams of one pod, each read to the end.
+type followSet struct {
+	open   atomic.Int64
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	// ended is why the first stream that ended before close did.
+	ended string
+}
+
+// openFollows opens n logs -f streams of namespace/pod and returns once
+// each has its first line.
+func openFollows(ctx context.Context, kube kubernetes.Interface, namespace, pod string, n int) (*followSet, error) {
+	streamCtx, cancel := context.WithCancel(ctx)
+	f := &followSet{cancel: cancel}
+	started := make(chan error, n)
+	for range n {
+		f.wg.Go(func() {
+			body, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(streamCtx)
+			if err != nil {
+				started <- err
+				return
+			}
+			defer func() { _ = body.Close() }()
+			first := make([]byte, len(kwokkubelet.LogLines[0]))
+			if _, err := io.ReadFull(body, first); err != nil {
+				started <- err
+				return
+			}
+			f.open.Add(1)
+			started <- nil
+			defer f.open.Add(-1)
+			_, err = io.Copy(io.Discard, body)
+			if streamCtx.Err() == nil {
+				f.mu.Lock()
+				if f.ended == "" {
+					f.ended = fmt.Sprintf("ended by the server (read error: %v)", err)
+				}
+				f.mu.Unlock()
+			}
+		})
+	}
+	for range n {
+		if err := <-started; err != nil {
+			f.close()
+			return nil, fmt.Errorf("a logs -f stream: %w", err)
+		}
+	}
+	return f, nil
+}
+
+func (f *followSet) endedEarly() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ended
+}
+
+// close ends every stream and waits for their readers.
+func (f *followSet) close() {
+	f.cancel()
+	f.wg.Wait()
 }

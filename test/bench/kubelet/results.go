@@ -34,7 +34,7 @@ func (r results) print(cfg config) {
 	fmt.Fprintf(w, "exec round trip p99 (ms)\t%.1f\t%.1f\t+%.1f\t< 20 ms overhead\n", ms(v99), ms(d99), ms(v99-d99))
 	f := r.follows
 	fmt.Fprintf(w, "%d logs -f open: syncer RSS (MiB)\t%.1f\t%.1f at rest\t+%.1f\t< 50 MiB growth\n", cfg.streams, f.rssOpen, f.rssBefore, f.rssOpen-f.rssBefore)
-	fmt.Fprintf(w, "%d logs -f opened: still open at the client / in the syncer\t%d / %.0f\t\t\t%d\n", cfg.streams, f.clientsOpen, f.openStreams, cfg.streams)
+	fmt.Fprintf(w, "%d logs -f opened: still open at the client (/ in the syncer) after a few s\t%d / %.0f\t%d\t\t%d\n", cfg.streams, f.clientsOpen, f.openStreams, f.floorOpen, cfg.streams)
 	fmt.Fprintf(w, "%d logs -f open: syncer goroutines\t%.0f\t%.0f at rest\t%+.0f\t\n", cfg.streams, f.goroutinesOpen, f.goroutinesBefore, f.goroutinesOpen-f.goroutinesBefore)
 	fmt.Fprintf(w, "%d logs -f open: physical log requests in flight\t%.0f\t%.0f at rest\t\t\n", cfg.streams, f.physicalStreams, f.physicalStreamsBefore)
 	fmt.Fprintf(w, "after they closed (%.1f s): syncer goroutines\t%.0f\t%.0f at rest\t%+.0f\t≈ 0\n", f.closeSettle.Seconds(), f.goroutinesAfter, f.goroutinesBefore, f.goroutinesAfter-f.goroutinesBefore)
@@ -42,8 +42,8 @@ func (r results) print(cfg config) {
 	fmt.Fprintf(w, "after they closed: syncer RSS (MiB)\t%.1f\t%.1f at rest\t%+.1f\t\n", f.rssAfter, f.rssBefore, f.rssAfter-f.rssBefore)
 	fmt.Fprintf(w, "after idle connections timed out (100 s): syncer goroutines\t%.0f\t%.0f at rest\t%+.0f\t≈ 0\n", f.goroutinesIdle, f.goroutinesBefore, f.goroutinesIdle-f.goroutinesBefore)
 	w.Flush()
-	if f.endedEarly != "" {
-		fmt.Printf("\nA logs -f stream ended before the client closed it: %s\n", f.endedEarly)
+	if f.endedEarly != "" || f.floorEndedEarly != "" {
+		fmt.Printf("\nlogs -f streams that ended before the client closed them: through the virtual cluster %q; straight %q\n", f.endedEarly, f.floorEndedEarly)
 	}
 }
 
