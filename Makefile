@@ -17,7 +17,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Packages that start real control planes (etcd, kube-apiserver, ...).
 INTEGRATION_PKGS := ./test/...
 
-.PHONY: all build test test-unit test-integration test-demo demo images verify verify-cold codegen crds testbin fmt vet clean bench-bottomup bench-topdown
+.PHONY: all build test test-unit test-integration test-demo demo images verify verify-cold codegen crds testbin fmt vet clean bench-bottomup bench-topdown bench-kubelet
 
 all: build
 
@@ -90,3 +90,7 @@ bench-bottomup: build testbin
 ## bench-topdown: top-down syncer figures on real clusters (design.md §5); prints a table
 bench-topdown: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/topdown --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)
+
+## bench-kubelet: kubelet API figures on real clusters (logs, exec, 200 follows; design.md §5); prints a table
+bench-kubelet: build testbin
+	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/kubelet --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)

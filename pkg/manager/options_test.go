@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
@@ -60,6 +61,10 @@ func TestShippedManifestUsesRealFlags(t *testing.T) {
 	if !processOpts.Election.Enabled || managerOpts.SyncerMode != ModeDeployment {
 		t.Errorf("manifest runs without leader election or not in deployment mode: %+v %+v", processOpts.Election, managerOpts)
 	}
+	// In-process syncers serve the kubelet API on the pod IP by default.
+	if managerOpts.Kubelet.Address != "$(POD_IP)" || !podIPEnv(container) {
+		t.Errorf("manifest does not serve the kubelet API on the pod IP: --kubelet-address=%q, env %+v", managerOpts.Kubelet.Address, container.Env)
+	}
 	mounted := false
 	for _, m := range container.VolumeMounts {
 		mounted = mounted || m.MountPath == managerOpts.SyncerTemplateDir
@@ -67,4 +72,15 @@ func TestShippedManifestUsesRealFlags(t *testing.T) {
 	if !mounted {
 		t.Errorf("nothing is mounted at --syncer-template-dir=%s", managerOpts.SyncerTemplateDir)
 	}
+}
+
+// podIPEnv reports whether the container's POD_IP is its pod's IP from the
+// downward API.
+func podIPEnv(c corev1.Container) bool {
+	for _, env := range c.Env {
+		if env.Name == "POD_IP" && env.ValueFrom != nil && env.ValueFrom.FieldRef != nil && env.ValueFrom.FieldRef.FieldPath == "status.podIP" {
+			return true
+		}
+	}
+	return false
 }

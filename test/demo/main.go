@@ -1,7 +1,8 @@
 // Command demo shows Kubeocean end to end on this machine: it starts a
 // virtual and a physical control plane on loopback, deploys Kubeocean from
 // the shipped manifests with kubectl, binds the physical cluster, runs a
-// sample application on virtual nodes, prints what runs where, and keeps
+// sample application on virtual nodes, prints what runs where and what
+// kubectl logs and exec show of one of its pods, and keeps
 // everything running until interrupted (or exits after the check with
 // --exit-after-check). It is what `make demo` runs.
 package main
@@ -11,15 +12,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeocean/kubeocean/test/controlplane"
+	"github.com/kubeocean/kubeocean/test/kwokkubelet"
 	"github.com/kubeocean/kubeocean/test/stack"
 )
 
@@ -47,6 +51,8 @@ func main() {
 type demo struct {
 	opts    options
 	stack   *stack.Stack
+	kwok    *kwokkubelet.Server
+	kwokDir string
 	manager *stack.Binary
 	step    int
 }
@@ -75,6 +81,10 @@ func run(ctx context.Context, opts options) int {
 		d.fail(fmt.Errorf("printing the summary: %w", err))
 		return 1
 	}
+	if err := d.showKubeletAPI(ctx); err != nil {
+		d.fail(fmt.Errorf("kubectl logs and exec through the virtual cluster: %w", err))
+		return 1
+	}
 	d.printExplore()
 	if !opts.exitAfterCheck {
 		fmt.Println("\nRunning until interrupted (Ctrl-C).")
@@ -82,6 +92,7 @@ func run(ctx context.Context, opts options) int {
 	}
 	fmt.Println("\nStopping the manager and both clusters...")
 	d.stack.Stop()
+	d.stopKwokServer()
 	fmt.Println("Stopped; nothing left behind.")
 	return 0
 }
@@ -89,8 +100,17 @@ func run(ctx context.Context, opts options) int {
 // setUp runs the steps one after the other, printing progress.
 func (d *demo) setUp(ctx context.Context) error {
 	if err := d.do(ctx, "Start the virtual cluster (apiserver, controller-manager, scheduler) and the physical cluster (apiserver, controller-manager, kwok)", func(ctx context.Context) error {
+		// kwok serves the physical nodes' kubelet API (logs from a file,
+		// exec as local commands), which Kubeocean's kubelet API of the
+		// virtual nodes reaches through the physical apiserver.
 		var err error
-		d.stack, err = stack.Start(ctx, stack.Options{})
+		if d.kwokDir, err = os.MkdirTemp("", "kubeocean-demo-kwok-"); err != nil {
+			return err
+		}
+		if d.kwok, err = kwokkubelet.New(d.kwokDir, ""); err != nil {
+			return err
+		}
+		d.stack, err = stack.Start(ctx, stack.Options{KwokArgs: d.kwok.Args})
 		return err
 	}); err != nil {
 		return err
@@ -143,8 +163,12 @@ func (d *demo) startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// --kubelet-address: what the shipped manager Deployment passes as its
+	// pod IP; the virtual apiserver reaches the virtual nodes' kubelet API
+	// there.
 	d.manager, err = d.stack.StartBinary("kubeocean-manager", d.opts.manager, kubeconfig,
-		"--syncer-mode=in-process", "--leader-elect", "--leader-elect-resource-namespace="+stack.SystemNamespace)
+		"--syncer-mode=in-process", "--leader-elect", "--leader-elect-resource-namespace="+stack.SystemNamespace,
+		"--kubelet-address="+kwokkubelet.Address(), "--kubelet-port-range="+kubeletPortRange())
 	if err != nil {
 		return err
 	}
@@ -178,6 +202,7 @@ func (d *demo) do(ctx context.Context, what string, step func(context.Context) e
 // kubeconfigs) for a post-mortem, and stops every process.
 func (d *demo) fail(err error) {
 	fmt.Fprintf(os.Stderr, "\nFAILED: %v\n", err)
+	defer d.stopKwokServer()
 	if d.stack == nil {
 		return
 	}
@@ -189,6 +214,17 @@ func (d *demo) fail(err error) {
 		fmt.Fprintf(os.Stderr, "\nLogs of every component (kept): %s and %s\n", d.stack.Virtual.Dir, d.stack.Physical.Dir)
 	}
 	d.stack.Stop()
+}
+
+// stopKwokServer stops the echo server behind kwok's kubelet API and
+// removes its files.
+func (d *demo) stopKwokServer() {
+	if d.kwok != nil {
+		d.kwok.Close()
+	}
+	if d.kwokDir != "" {
+		_ = os.RemoveAll(d.kwokDir)
+	}
 }
 
 func (d *demo) printExplore() {
@@ -208,4 +244,58 @@ Manager:  log %[6]s
 Component logs: %[8]s, %[9]s
 `, kubectl, s.Virtual.KubeconfigPath, s.Physical.KubeconfigPath, stack.AppNamespace, stack.MountNamespace,
 		d.manager.LogPath(), d.manager.MetricsAddress, s.Virtual.Dir, s.Physical.Dir)
+}
+
+// showKubeletAPI prints what kubectl logs and kubectl exec show of a pod of
+// the application, through the virtual apiserver and the kubelet API of
+// its virtual node.
+func (d *demo) showKubeletAPI(ctx context.Context) error {
+	s := d.stack
+	pods, err := s.VirtualKube.CoreV1().Pods(stack.AppNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + stack.AppName})
+	if err != nil {
+		return err
+	}
+	if len(pods.Items) == 0 {
+		return errors.New("the application has no pods")
+	}
+	pod := pods.Items[0].Name
+	fmt.Println("\nkubectl logs and exec through the virtual cluster: the virtual apiserver calls the kubelet API of the")
+	fmt.Println("virtual node, which Kubeocean serves from the physical pod (kwok stands in for the physical kubelet:")
+	fmt.Println("it serves every container's log from a file and runs exec commands on this machine):")
+	for _, args := range [][]string{
+		{"-n", stack.AppNamespace, "logs", pod, "--tail=2"},
+		{"-n", stack.AppNamespace, "exec", pod, "--", "echo", "hello through the virtual cluster"},
+	} {
+		out, err := s.Virtual.Kubectl(ctx, args...)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("$ kubectl %s\n%s", strings.Join(quoteArgs(args), " "), out)
+	}
+	return nil
+}
+
+// quoteArgs quotes the arguments a shell would split.
+func quoteArgs(args []string) []string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " $()") {
+			a = "'" + a + "'"
+		}
+		quoted[i] = a
+	}
+	return quoted
+}
+
+// kubeletPortRange is a free range of ports for the kubelet API, so that
+// the demo runs beside a kubelet or another demo (the default is
+// 10250-11249).
+func kubeletPortRange() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "10250-11249"
+	}
+	defer func() { _ = l.Close() }()
+	first := l.Addr().(*net.TCPAddr).Port
+	return fmt.Sprintf("%d-%d", first, first+9)
 }

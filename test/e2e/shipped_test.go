@@ -16,6 +16,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
 	"github.com/kubeocean/kubeocean/test/controlplane"
+	"github.com/kubeocean/kubeocean/test/kwokkubelet"
 	"github.com/kubeocean/kubeocean/test/stack"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -40,7 +41,7 @@ func TestShippedManifests(t *testing.T) {
 		// arguments instead. Applying it proves the kustomization.
 		_, err := s.Virtual.Kubectl(t.Context(), "apply", "-k", testenv.RepoPath("manifests/deploy"))
 		step(t, "apply manifests/deploy", err)
-		manager := startManager(t, managerDeploymentArgs(t)...)
+		manager := startManager(t, managerDeploymentArgs(t, "deployment")...)
 		syncer := startSyncerOfDeployment(t)
 		return []*stack.Binary{manager, syncer}
 	})
@@ -50,12 +51,12 @@ func TestShippedManifests(t *testing.T) {
 }
 
 // TestInProcessManifests is TestShippedManifests for a manager that runs
-// its syncers in its own process, with manifests/rbac/in-process.
+// its syncers in its own process, with manifests/rbac/in-process: the
+// shipped manager Deployment with --syncer-mode=in-process.
 func TestInProcessManifests(t *testing.T) {
 	s := startWorld(t)
 	runFlow(t, "in-process", func(t *testing.T) []*stack.Binary {
-		return []*stack.Binary{startManager(t, "--syncer-mode=in-process", "--leader-elect",
-			"--leader-elect-resource-namespace="+stack.SystemNamespace)}
+		return []*stack.Binary{startManager(t, append(managerDeploymentArgs(t, "in-process"), kubeletPortRange(t))...)}
 	})
 	checkAudit(t, s.Virtual, "manifests/rbac/in-process", "", map[string][]string{
 		stack.ManagerAccount: virtualSyncerUnusedOK,
@@ -65,7 +66,13 @@ func TestInProcessManifests(t *testing.T) {
 // startWorld starts the stack of one test, which the flow helpers act on
 // (the tests do not run in parallel), with audit logs.
 func startWorld(t *testing.T) *stack.Stack {
-	s, err := stack.Start(t.Context(), stack.Options{AuditPolicy: auditPolicy})
+	// kwok serves the physical nodes' kubelet API, which the kubelet API
+	// of virtual nodes (on by default) reaches through the physical
+	// apiserver.
+	kwok, err := kwokkubelet.New(t.TempDir(), metricsNode)
+	step(t, "configure kwok's kubelet API", err)
+	t.Cleanup(kwok.Close)
+	s, err := stack.Start(t.Context(), stack.Options{AuditPolicy: auditPolicy, KwokArgs: kwok.Args})
 	step(t, "start the clusters", err)
 	t.Cleanup(s.Stop)
 	world = s
@@ -108,6 +115,7 @@ func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.B
 	waitLeaseRenewed(t, "node-b")
 
 	createWorkload(t)
+	useKubeletAPI(t)
 	changeWorkload(t)
 	deleteVolumeWorkload(t)
 	// Unbinding with the application still running: the syncer drains the
@@ -208,17 +216,20 @@ func waitVirtualCSINode(t *testing.T, physical string) {
 }
 
 // managerDeploymentArgs are the arguments of the shipped manager
-// Deployment, with the template folder it mounts replaced by the shipped
-// one and the listen addresses left to StartBinary.
-func managerDeploymentArgs(t *testing.T) []string {
+// Deployment in syncer mode mode, with the template folder it mounts
+// replaced by the shipped one, the listen addresses left to StartBinary,
+// and the pod IP the host's address.
+func managerDeploymentArgs(t *testing.T, mode string) []string {
 	data, err := os.ReadFile(testenv.RepoPath("manifests/deploy/manager.yaml"))
 	step(t, "read manager.yaml", err)
 	var deployment appsv1.Deployment
 	step(t, "parse manager.yaml", yaml.UnmarshalStrict(data, &deployment))
 	var args []string
-	for _, arg := range deployment.Spec.Template.Spec.Containers[0].Args {
+	for _, arg := range podEnvArgs(t, deployment.Spec.Template.Spec.Containers[0], kwokkubelet.Address()) {
 		switch {
 		case strings.HasPrefix(arg, "--metrics-bind-address="), strings.HasPrefix(arg, "--health-probe-bind-address="):
+		case strings.HasPrefix(arg, "--syncer-mode="):
+			args = append(args, "--syncer-mode="+mode)
 		case strings.HasPrefix(arg, "--syncer-template-dir="):
 			args = append(args, "--syncer-template-dir="+testenv.RepoPath("manifests/deploy/syncer-template"))
 		default:
@@ -260,7 +271,8 @@ func startSyncerOfDeployment(t *testing.T) *stack.Binary {
 	}
 	kubeconfig, err := world.VirtualKubeconfig(ctx, stack.SystemNamespace, stack.SyncerAccount)
 	step(t, "syncer kubeconfig", err)
-	syncer, err := world.StartBinary("kubeocean-syncer", syncerBin, kubeconfig, deployment.Spec.Template.Spec.Containers[0].Args...)
+	args := append(podEnvArgs(t, deployment.Spec.Template.Spec.Containers[0], kwokkubelet.Address()), kubeletPortRange(t))
+	syncer, err := world.StartBinary("kubeocean-syncer", syncerBin, kubeconfig, args...)
 	step(t, "start syncer", err)
 	t.Cleanup(func() { logTailOnFailure(t, syncer.Process) })
 	return syncer

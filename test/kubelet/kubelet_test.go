@@ -33,22 +33,6 @@ const (
 	physNode  = "kubelet-node"
 )
 
-// kubeletAddress is where the syncer serves the kubelet API: a
-// non-loopback address when the host has one, since the apiserver refuses
-// to proxy nodes/proxy requests (healthz, stats) to loopback addresses;
-// logs, exec and port-forward work on either.
-func kubeletAddress() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && !ip.IP.IsLinkLocalUnicast() {
-				return ip.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
-}
-
 // lend starts a syncer with the kubelet API and lends it one kwok node; it
 // returns the virtual node's name and the URL of its kubelet API.
 func lend(t *testing.T) (*testenv.SyncerWorld, string, string) {

@@ -55,6 +55,9 @@ type Options struct {
 	// AuditPolicy, when set, makes both apiservers write an audit log
 	// (see controlplane.Options.AuditPolicy).
 	AuditPolicy []byte
+	// KwokArgs are added to the physical cluster's kwok, e.g. to serve a
+	// kubelet API for its nodes (test/kwokkubelet).
+	KwokArgs []string
 }
 
 // Stack is a virtual cluster (apiserver, controller-manager, scheduler)
@@ -71,7 +74,7 @@ type Stack struct {
 func Start(ctx context.Context, opts Options) (*Stack, error) {
 	clusters, err := controlplane.StartParallel(ctx,
 		controlplane.Options{Name: "virtual", ControllerManager: true, Scheduler: true, AuditPolicy: opts.AuditPolicy},
-		controlplane.Options{Name: "physical", ControllerManager: true, Kwok: true, AuditPolicy: opts.AuditPolicy},
+		controlplane.Options{Name: "physical", ControllerManager: true, Kwok: true, KwokArgs: opts.KwokArgs, AuditPolicy: opts.AuditPolicy},
 	)
 	if err != nil {
 		return nil, err

@@ -4,10 +4,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeocean/kubeocean/pkg/syncer"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -191,5 +195,43 @@ func TestSourceReload(t *testing.T) {
 	}
 	if source.Current().Hash() == first {
 		t.Fatal("hash did not change with the content")
+	}
+}
+
+// TestShippedTemplateServesKubeletAPI: the shipped syncer serves the
+// kubelet API of its virtual nodes on its pod IP, from the downward API.
+func TestShippedTemplateServesKubeletAPI(t *testing.T) {
+	templates, err := Load(shippedTemplates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects, err := templates.Render(goldenData())
+	if err != nil {
+		t.Fatal(err)
+	}
+	container := Deployment(objects).Spec.Template.Spec.Containers[0]
+	kubelet := syncer.NewKubeletOptions()
+	fs := flag.NewFlagSet("kubeocean-syncer", flag.ContinueOnError)
+	kubelet.AddFlags(fs)
+	var kubeletArgs []string
+	for _, arg := range container.Args {
+		if strings.HasPrefix(arg, "--kubelet-") {
+			kubeletArgs = append(kubeletArgs, arg)
+		}
+	}
+	if err := fs.Parse(kubeletArgs); err != nil {
+		t.Fatal(err)
+	}
+	if kubelet.Address != "$(POD_IP)" {
+		t.Errorf("--kubelet-address=%q, want $(POD_IP)", kubelet.Address)
+	}
+	if !slices.ContainsFunc(container.Env, func(env corev1.EnvVar) bool {
+		return env.Name == "POD_IP" && env.ValueFrom != nil && env.ValueFrom.FieldRef != nil && env.ValueFrom.FieldRef.FieldPath == "status.podIP"
+	}) {
+		t.Errorf("no POD_IP from status.podIP in %+v", container.Env)
+	}
+	// The manager's arguments come first and whole.
+	if !slices.Equal(container.Args[:len(goldenData().Args)], goldenData().Args) {
+		t.Errorf("args %q do not start with the manager's %q", container.Args, goldenData().Args)
 	}
 }

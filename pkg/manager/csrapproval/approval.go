@@ -1,0 +1,172 @@
+// Package csrapproval decides which CertificateSigningRequests for a
+// kubelet API serving certificate the manager approves: only those of its
+// own syncers, for the addresses their pods have. A syncer asks the signer
+// kubernetes.io/kubelet-serving, which the virtual cluster's
+// kube-controller-manager signs with its cluster signing CA (the CA the
+// apiserver's --kubelet-certificate-authority trusts in kubeadm clusters);
+// the controller-manager never approves such requests itself, so without
+// an approver nothing is signed.
+//
+// The rules (Decide):
+//   - other signers, requests already approved or denied, and requests of
+//     users that are not a syncer of this manager are left alone (a node's
+//     kubelet asks the same signer; someone else approves those);
+//   - a syncer's request is approved only when it names a binding this
+//     manager runs (common name CommonName(binding), organization
+//     system:nodes, as the signer requires), asks only IP addresses of that
+//     binding's syncer pods (no DNS names, e-mail addresses or URIs), and
+//     only the usages of a serving certificate; any other is denied, with
+//     the reason.
+//
+// Not wired into the manager yet: the syncer side (a certificate manager
+// that requests, stores and rotates the certificate) is still to be built;
+// see docs/kubelet-api.md.
+package csrapproval
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	certificatesv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
+)
+
+// Organization is the subject organization the kubelet-serving signer
+// requires.
+const Organization = "system:nodes"
+
+// commonNamePrefix starts the common name of a syncer's certificate: the
+// signer requires a node identity, which a syncer's certificate gets from
+// its binding, never from a real node's name.
+const commonNamePrefix = "system:node:kubeocean-syncer-"
+
+// CommonName is the common name of the serving certificate of a binding's
+// syncer.
+func CommonName(binding string) string { return commonNamePrefix + binding }
+
+// Syncers tells the approver who its syncers are.
+type Syncers interface {
+	// IsSyncer reports whether username is the identity a syncer of this
+	// manager runs as (its ServiceAccount, or the manager's own identity
+	// for in-process syncers).
+	IsSyncer(username string) bool
+	// Serves reports whether this manager runs a syncer for binding.
+	Serves(binding string) bool
+	// PodIPs are the IP addresses of the binding's syncer pods.
+	PodIPs(binding string) []net.IP
+}
+
+// Decision is what to do with a request.
+type Decision int
+
+const (
+	// Ignore leaves the request to someone else.
+	Ignore Decision = iota
+	Approve
+	Deny
+)
+
+// servingUsages are the key usages a serving certificate may ask for;
+// server auth is required.
+var servingUsages = []certificatesv1.KeyUsage{
+	certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth,
+}
+
+// Decide applies the rules of the package comment to csr and says why.
+func Decide(csr *certificatesv1.CertificateSigningRequest, syncers Syncers) (Decision, string) {
+	switch {
+	case csr.Spec.SignerName != certificatesv1.KubeletServingSignerName:
+		return Ignore, "signer " + csr.Spec.SignerName
+	case decided(csr):
+		return Ignore, "already approved or denied"
+	case !syncers.IsSyncer(csr.Spec.Username):
+		return Ignore, "requested by " + csr.Spec.Username + ", not a syncer"
+	}
+	request, err := parseRequest(csr.Spec.Request)
+	if err != nil {
+		return Deny, err.Error()
+	}
+	binding, ok := strings.CutPrefix(request.Subject.CommonName, commonNamePrefix)
+	switch {
+	case !ok || binding == "":
+		return Deny, fmt.Sprintf("common name %q is not %s<binding>", request.Subject.CommonName, commonNamePrefix)
+	case !syncers.Serves(binding):
+		return Deny, "no syncer runs for binding " + binding
+	case !slices.Equal(request.Subject.Organization, []string{Organization}):
+		return Deny, fmt.Sprintf("organization %q, want [%s]", request.Subject.Organization, Organization)
+	case len(request.DNSNames) > 0 || len(request.EmailAddresses) > 0 || len(request.URIs) > 0:
+		return Deny, "asks for DNS names, e-mail addresses or URIs; a syncer's certificate names its pod IPs only"
+	case len(request.IPAddresses) == 0:
+		return Deny, "asks for no IP address"
+	}
+	podIPs := syncers.PodIPs(binding)
+	for _, ip := range request.IPAddresses {
+		if !slices.ContainsFunc(podIPs, ip.Equal) {
+			return Deny, fmt.Sprintf("IP address %s is not one of the syncer pods of binding %s %v", ip, binding, podIPs)
+		}
+	}
+	if !slices.Contains(csr.Spec.Usages, certificatesv1.UsageServerAuth) {
+		return Deny, "does not ask for server auth"
+	}
+	for _, usage := range csr.Spec.Usages {
+		if !slices.Contains(servingUsages, usage) {
+			return Deny, fmt.Sprintf("asks for usage %q, not one of a serving certificate", usage)
+		}
+	}
+	return Approve, fmt.Sprintf("serving certificate of the syncer of binding %s", binding)
+}
+
+func decided(csr *certificatesv1.CertificateSigningRequest) bool {
+	return slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
+		return c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied
+	})
+}
+
+func parseRequest(data []byte) (*x509.CertificateRequest, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return nil, fmt.Errorf("the request is not a PEM CERTIFICATE REQUEST")
+	}
+	request, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the certificate request: %w", err)
+	}
+	if err := request.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("the certificate request's signature: %w", err)
+	}
+	return request, nil
+}
+
+// Reasons of the approval conditions the manager writes.
+const (
+	ReasonApproved = "KubeoceanSyncerServingCertificate"
+	ReasonDenied   = "NotAKubeoceanSyncerServingCertificate"
+)
+
+// Record writes an Approve or Deny decision on csr through the approval
+// subresource; Ignore writes nothing.
+func Record(ctx context.Context, client certificatesv1client.CertificateSigningRequestInterface,
+	csr *certificatesv1.CertificateSigningRequest, decision Decision, message string) error {
+	condition := certificatesv1.CertificateSigningRequestCondition{
+		Status: corev1.ConditionTrue, Message: message, LastUpdateTime: metav1.Now(),
+	}
+	switch decision {
+	case Approve:
+		condition.Type, condition.Reason = certificatesv1.CertificateApproved, ReasonApproved
+	case Deny:
+		condition.Type, condition.Reason = certificatesv1.CertificateDenied, ReasonDenied
+	default:
+		return nil
+	}
+	update := csr.DeepCopy()
+	update.Status.Conditions = append(update.Status.Conditions, condition)
+	_, err := client.UpdateApproval(ctx, update.Name, update, metav1.UpdateOptions{})
+	return err
+}

@@ -1,0 +1,205 @@
+// Package kwokkubelet has kwok serve a kubelet API for the nodes of a test
+// physical cluster (logs and attach from a file, exec as local commands,
+// port 8080 of every pod forwarded to a local echo server, and
+// /metrics/resource), and tells where Kubeocean's kubelet API can listen so
+// that the apiserver proxies to it. The kubelet tests, the end-to-end
+// tests, the demo and the kubelet benchmark build on it.
+package kwokkubelet
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/kubeocean/kubeocean/test/testenv"
+)
+
+// LogLines are what kwok serves as every container's log (and previous
+// log) until Server.WriteLog replaces it.
+var LogLines = []string{"first line", "second line", "third line"}
+
+// PodPort is the pod port kwok forwards to the echo server.
+const PodPort = 8080
+
+// Address is where a kubelet API must listen for the apiserver to proxy to
+// it: a non-loopback address when the host has one, since the apiserver
+// refuses to proxy nodes/proxy requests (healthz, stats) to loopback
+// addresses; logs, exec, attach and port-forward work on either.
+func Address() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && !ip.IP.IsLinkLocalUnicast() {
+				return ip.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// Server is the configuration of kwok's kubelet API and the echo server
+// behind its port-forward.
+type Server struct {
+	// Args are kwok's flags (controlplane.Options.KwokArgs).
+	Args []string
+	// LogFile is the CRI-format log kwok serves for every container.
+	LogFile string
+	// EchoAddress is where kwok forwards PodPort of every pod.
+	EchoAddress string
+	// Metrics is false when kwok serves no /metrics/resource (the kwok
+	// module could not be read).
+	Metrics bool
+
+	echo net.Listener
+}
+
+// New writes kwok's configuration into dir (which must outlive kwok) and
+// starts the echo server; kwok serves /metrics/resource for metricsNode
+// ("" for none). One node only: kwok's Metric for the path a kubelet has
+// names its node, and two of them would claim the same path.
+func New(dir, metricsNode string) (*Server, error) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go serveEcho(echo)
+	s := &Server{LogFile: filepath.Join(dir, "container.log"), EchoAddress: echo.Addr().String(), echo: echo}
+	if err := s.configure(dir, metricsNode); err != nil {
+		_ = echo.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops the echo server.
+func (s *Server) Close() { _ = s.echo.Close() }
+
+// WriteLog replaces every container's log with lines.
+func (s *Server) WriteLog(lines []string) error {
+	var log strings.Builder
+	for i, line := range lines {
+		fmt.Fprintf(&log, "2026-01-01T00:00:%02dZ stdout F %s\n", i%60, line)
+	}
+	return os.WriteFile(s.LogFile, []byte(log.String()), 0o644)
+}
+
+func serveEcho(l net.Listener) {
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer func() { _ = conn.Close() }()
+			_, _ = io.Copy(conn, conn)
+		}()
+	}
+}
+
+func (s *Server) configure(dir, metricsNode string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	if err := s.WriteLog(LogLines); err != nil {
+		return err
+	}
+	echoPort := s.echo.Addr().(*net.TCPAddr).Port
+	config := fmt.Sprintf(`apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: all
+spec:
+  logs:
+  - logsFile: %q
+    previousLogsFile: %q
+    follow: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterAttach
+metadata:
+  name: all
+spec:
+  attaches:
+  - logsFile: %q
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: all
+spec:
+  execs:
+  - local:
+      workDir: %q
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterPortForward
+metadata:
+  name: all
+spec:
+  forwards:
+  - ports: [%d]
+    target:
+      port: %d
+      address: 127.0.0.1
+`, s.LogFile, s.LogFile, s.LogFile, dir, PodPort, echoPort)
+	configFile := filepath.Join(dir, "kwok-kubelet.yaml")
+	if err := os.WriteFile(configFile, []byte(config), 0o644); err != nil {
+		return err
+	}
+	ip := Address()
+	s.Args = []string{
+		"--node-ip=" + ip, "--node-port=" + strconv.Itoa(port),
+		"--server-address=" + net.JoinHostPort(ip, strconv.Itoa(port)), "-c", configFile,
+	}
+	if metricsNode == "" {
+		return nil
+	}
+	metrics, err := resourceMetricsConfig(dir, metricsNode)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kwok serves no /metrics/resource:", err)
+		return nil
+	}
+	s.Metrics = true
+	s.Args = append(s.Args, "-c", metrics)
+	return nil
+}
+
+// resourceMetricsConfig has kwok serve /metrics/resource for node, from
+// the Metric kwok ships (module kustomize/metrics/resource; read from the
+// module, not copied) with the path a kubelet has: kwok takes the node
+// from the path, or else from the Metric's name.
+func resourceMetricsConfig(dir, node string) (string, error) {
+	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok")
+	list.Dir = testenv.RepoPath("hack/tools/kwok")
+	out, err := list.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating the kwok module: %w", err)
+	}
+	module := strings.TrimSpace(string(out))
+	metric, err := os.ReadFile(filepath.Join(module, "kustomize/metrics/resource/metrics-resource.yaml"))
+	if err != nil {
+		return "", err
+	}
+	text := strings.Replace(string(metric), "name: metrics-resource", "name: "+node, 1)
+	text = strings.Replace(text, `path: "/metrics/nodes/{nodeName}/metrics/resource"`, `path: "/metrics/resource"`, 1)
+	if !strings.Contains(text, `path: "/metrics/resource"`) {
+		return "", fmt.Errorf("kwok's Metric has another path now")
+	}
+	path := filepath.Join(dir, "kwok-metrics.yaml")
+	return path, os.WriteFile(path, []byte(text), 0o644)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
