@@ -20,7 +20,7 @@ func TestSyncLatency(t *testing.T) {
 	physicalPods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	virtual := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: "v-uid",
 		CreationTimestamp: metav1.NewTime(now.Add(-3 * time.Second)),
-		Annotations: map[string]string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "mount", kubeoceanv1alpha1.AnnotationPhysicalPodName: "web-abc"}}}
+		Annotations:       map[string]string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "mount", kubeoceanv1alpha1.AnnotationPhysicalPodName: "web-abc"}}}
 	physical := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "web-abc", Annotations: map[string]string{
 		kubeoceanv1alpha1.AnnotationVirtualPodNamespace: "team", kubeoceanv1alpha1.AnnotationVirtualPodName: "web", kubeoceanv1alpha1.AnnotationVirtualPodUID: "v-uid"}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/syncer"
 )
 
@@ -210,18 +211,13 @@ func TestShippedTemplateServesKubeletAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	container := Deployment(objects).Spec.Template.Spec.Containers[0]
-	kubelet := syncer.NewKubeletOptions()
-	fs := flag.NewFlagSet("kubeocean-syncer", flag.ContinueOnError)
-	kubelet.AddFlags(fs)
-	var kubeletArgs []string
-	for _, arg := range container.Args {
-		if strings.HasPrefix(arg, "--kubelet-") {
-			kubeletArgs = append(kubeletArgs, arg)
-		}
-	}
-	if err := fs.Parse(kubeletArgs); err != nil {
+	// Every argument parses with the syncer binary's own flags.
+	opts := syncer.Options{Kubelet: syncer.NewKubeletOptions()}
+	fs := app.Command{Options: app.NewOptions(syncer.Component), AddFlags: opts.AddFlags}.Flags()
+	if err := fs.Parse(container.Args); err != nil {
 		t.Fatal(err)
 	}
+	kubelet := opts.Kubelet
 	if kubelet.Address != "$(POD_IP)" {
 		t.Errorf("--kubelet-address=%q, want $(POD_IP)", kubelet.Address)
 	}
