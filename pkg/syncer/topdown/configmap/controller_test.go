@@ -262,3 +262,55 @@ func dropMarks(cm *corev1.ConfigMap) {
 	}
 	cm.Finalizers = nil
 }
+
+// Another controller labels and annotates the copy: its label and
+// annotation stay, the event is dropped before the queue, a reconcile
+// writes nothing, and a later change of the virtual labels is carried
+// over without touching theirs.
+func TestOtherWritersLabelsStay(t *testing.T) {
+	f := newFixture(t)
+	copyOf := func() *corev1.ConfigMap {
+		cm, err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Get(context.Background(), physicalName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	before := copyOf()
+	labelled := before.DeepCopy()
+	labelled.Labels["team.example.com/owner"] = "blue"
+	labelled.Annotations = map[string]string{"backup.example.com/at": "now"}
+	for k, v := range before.Annotations {
+		labelled.Annotations[k] = v
+	}
+	labelled, err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Update(context.Background(), labelled, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.e.SyncCaches()
+	f.e.Writes()
+
+	var keys []cache.ObjectName
+	handler := controller.Handler[*corev1.ConfigMap, cache.ObjectName]{
+		Enqueue: func(k cache.ObjectName) { keys = append(keys, k) },
+		Keys:    dependents.CopyKeys[*corev1.ConfigMap](true), Changed: dependents.CopyChanged[*corev1.ConfigMap],
+	}
+	handler.OnUpdate(before, labelled)
+	if len(keys) != 0 {
+		t.Errorf("another writer's label enqueued %v", keys)
+	}
+
+	for range 3 {
+		f.reconcile()
+	}
+	f.e.ExpectWrites()
+
+	f.updateVirtual(func(cm *corev1.ConfigMap) { cm.Labels["tier"] = "front" })
+	f.reconcile()
+	f.e.ExpectWrites("physical update configmaps mount/" + physicalName)
+	got := copyOf()
+	if got.Labels["team.example.com/owner"] != "blue" || got.Labels["tier"] != "front" || got.Annotations["backup.example.com/at"] != "now" {
+		t.Errorf("copy labels %v, annotations %v: want theirs kept and ours carried over", got.Labels, got.Annotations)
+	}
+	f.expectNoSecondWrite()
+}

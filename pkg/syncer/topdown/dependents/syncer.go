@@ -9,7 +9,10 @@
 // Mapping (spec §5.1): a copy of namespace/name lives in the binding's
 // mount namespace as naming.PhysicalName(namespace, name), labelled like
 // the virtual object plus kubeocean.io/managed-by=kubeocean and annotated
-// with kubeocean.io/virtual-name and -namespace. PVs are cluster-scoped and
+// with kubeocean.io/virtual-name and -namespace. The labels are kept in
+// step by a three-way merge (AnnotationLastApplied records what we wrote),
+// so labels and annotations other controllers add to a copy stay and no
+// two writers take turns. PVs are cluster-scoped and
 // named PhysicalPVName(name). A CSI node-publish Secret keeps its name and
 // namespace, since the PV names it there. The virtual object is marked
 // first — label kubeocean.io/synced-by-<clusterID>, managed-by, the
