@@ -100,7 +100,9 @@ func (l *Lifecycle) unmarked(ctx context.Context, key cache.ObjectName) (control
 		return controller.Result{}, nil
 	}
 	if err == nil {
-		logger.V(2).Info("Object used by pods had lost its marks; marked and copied it again")
+		// Either someone dropped our marks (now put back) or the cache of
+		// marked objects lags behind a mark just made (nothing written).
+		logger.V(2).Info("Object used by pods was not among the marked ones; made sure it is marked and copied")
 	}
 	return ResultOf(err)
 }
