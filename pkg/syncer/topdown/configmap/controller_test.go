@@ -214,6 +214,14 @@ func TestReplacedObjectInUseIsMarkedAgain(t *testing.T) {
 	if cm := f.virtual(); !dependents.IsMarked(cm, dependentstest.ClusterID) {
 		t.Errorf("virtual ConfigMap not marked again: labels %v, finalizers %v", cm.Labels, cm.Finalizers)
 	}
+	select {
+	case event := <-f.e.Recorder.Events:
+		if !strings.Contains(event, "Warning "+dependents.ReasonMarksRestored) {
+			t.Errorf("event %q, want a Warning %s", event, dependents.ReasonMarksRestored)
+		}
+	default:
+		t.Errorf("no event says the marks were put back")
+	}
 	f.expectNoSecondWrite()
 
 	// The copy, deleted as well meanwhile, comes back.
