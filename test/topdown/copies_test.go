@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -70,6 +71,15 @@ func TestInUseCopiesStayInStep(t *testing.T) {
 	if cm, err := copies.Get(ctx, a.physicalConfigMap, metav1.GetOptions{}); err != nil || cm.UID != restored.UID || cm.DeletionTimestamp != nil {
 		t.Fatalf("in-use copy of a replaced ConfigMap was deleted or replaced (err %v)", err)
 	}
+	testenv.WaitFor(t, 10*time.Second, "an event says the marks of the replaced ConfigMap were put back", func(ctx context.Context) (bool, error) {
+		events, err := w.Virtual.CoreV1().Events(a.namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.Reason == dependents.ReasonMarksRestored && e.InvolvedObject.Name == a.cm
+		}), nil
+	})
 
 	// Another writer labels the copy.
 	labelled, err := copies.Get(ctx, a.physicalConfigMap, metav1.GetOptions{})
