@@ -51,6 +51,9 @@ type Controller[K comparable] struct {
 
 	mu        sync.Mutex
 	hasSynced []cache.InformerSynced
+	// failing are the keys waiting out a backoff after a failure, so that
+	// RetryFailing can cut those waits short.
+	failing map[K]struct{}
 }
 
 // DefaultRateLimiter backs off a failing key exponentially from 5 ms to
@@ -83,6 +86,7 @@ func New[K comparable](opts Options[K]) *Controller[K] {
 		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, config),
 		retries:   newRetryLimiters[K](opts.UnavailableRetry),
 		metrics:   opts.Metrics.forController(opts.Name),
+		failing:   map[K]struct{}{},
 	}
 }
 
@@ -183,6 +187,9 @@ func (c *Controller[K]) processNextItem(ctx context.Context) bool {
 
 // retry puts a failed key back by the class of its failure (see retry.go).
 func (c *Controller[K]) retry(logger klog.Logger, key K, err error) {
+	c.mu.Lock()
+	c.failing[key] = struct{}{}
+	c.mu.Unlock()
 	switch classify(err) {
 	case failureConflict:
 		c.queue.AddAfter(key, c.retries.conflict.When(key))
@@ -201,6 +208,31 @@ func (c *Controller[K]) retry(logger klog.Logger, key K, err error) {
 func (c *Controller[K]) forget(key K) {
 	c.queue.Forget(key)
 	c.retries.forget(key)
+	c.mu.Lock()
+	delete(c.failing, key)
+	c.mu.Unlock()
+}
+
+// RetryFailing drops the backoff of every key that failed and reconciles
+// those keys at once. Call it when a cluster answers again after an
+// outage: the backoff that failures grew while it did not answer (up to
+// the RateLimiter's maximum, minutes by default) says nothing about the
+// cluster now, and a key that fails once more after recovery starts again
+// from the shortest wait. The delayed retries already queued still come,
+// and find the key in step.
+func (c *Controller[K]) RetryFailing() {
+	c.mu.Lock()
+	keys := make([]K, 0, len(c.failing))
+	for key := range c.failing {
+		keys = append(keys, key)
+	}
+	clear(c.failing)
+	c.mu.Unlock()
+	for _, key := range keys {
+		c.queue.Forget(key)
+		c.retries.forget(key)
+		c.queue.Add(key)
+	}
 }
 
 // reconcileSafely turns a panic in Reconcile into an error, so one bad

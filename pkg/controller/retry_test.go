@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // slowRetries is a rate limiter whose backoff no test would wait out: a key
@@ -98,5 +100,48 @@ func TestSuccessForgetsEveryBackoff(t *testing.T) {
 	c.forget("k")
 	if n := c.retries.conflict.NumRequeues("k") + c.retries.unavailable.NumRequeues("k"); n != 0 {
 		t.Errorf("after forget, %d requeues are still counted", n)
+	}
+}
+
+// When a cluster answers again, RetryFailing reconciles at once the keys
+// that wait out a backoff grown during the outage, and the next failure
+// waits the shortest backoff again, not the grown one.
+func TestRetryFailingResetsGrownBackoff(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Now())
+	var outage atomic.Bool
+	outage.Store(true)
+	rec := newRecorder(func(string, int) (Result, error) {
+		if outage.Load() {
+			return Result{}, errors.New("the cluster does not answer the way we expect")
+		}
+		return Result{}, nil
+	})
+	c := New(Options[string]{
+		Name: "recovery", Reconcile: rec.reconcile, Clock: clock,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Minute, time.Hour),
+	})
+	start(t, c, 1)
+	c.Enqueue("p")
+	// Failures 1, 2 and 3 grow the backoff to 1, 2 and 4 minutes.
+	for call, wait := range []time.Duration{time.Minute, 2 * time.Minute} {
+		eventually(t, "the key waits out its backoff", func() bool { return rec.count("p") == call+1 && clock.HasWaiters() })
+		clock.Step(wait)
+	}
+	eventually(t, "the key waits out a 4 minute backoff", func() bool { return rec.count("p") == 3 && clock.HasWaiters() })
+
+	// The cluster answers again but still fails once: the key is retried
+	// at once, and then after the shortest backoff.
+	c.RetryFailing()
+	eventually(t, "the failing key is reconciled without waiting", func() bool { return rec.count("p") == 4 })
+	eventually(t, "the key waits again", func() bool { return clock.HasWaiters() })
+	outage.Store(false)
+	clock.Step(time.Minute)
+	eventually(t, "the next retry comes after the shortest backoff", func() bool { return rec.count("p") == 5 })
+
+	// A key that succeeded is not failing: RetryFailing leaves it alone.
+	c.RetryFailing()
+	time.Sleep(50 * time.Millisecond)
+	if got := rec.count("p"); got != 5 {
+		t.Errorf("a key in step was reconciled again by RetryFailing: %d reconciles, want 5", got)
 	}
 }

@@ -4,9 +4,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/clusterhealth"
+	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/configmap"
@@ -96,6 +99,50 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Keys that failed while a cluster did not answer are retried at once
+	// when it answers again, whatever backoff the outage grew.
+	retryFailing := func() {
+		pods.RetryFailing()
+		configMaps.RetryFailing()
+		secrets.RetryFailing()
+		claims.RetryFailing()
+		volumes.RetryFailing()
+	}
+	e.onPhysicalAnswers = append(e.onPhysicalAnswers, retryFailing)
+	virtualHealth := clusterhealth.NewProber(clusterhealth.ProberOptions{
+		Name: "virtual", Client: e.virtual.Kube.Discovery().RESTClient(),
+		OnChange: func(answers bool) {
+			if answers {
+				retryFailing()
+			}
+		},
+	})
+
+	resync := resyncRunnable(TopDownResyncPeriod, clock.RealClock{},
+		resyncTarget{name: pod.Name, enqueue: pods.Enqueue, sources: []resyncSource{
+			sourceOf(virtualPods.Informer(), func(p *corev1.Pod) []cache.ObjectName {
+				if p.Spec.NodeName == "" {
+					return nil
+				}
+				if _, err := virtualNodes.Lister().Get(p.Spec.NodeName); err != nil {
+					return nil
+				}
+				return []cache.ObjectName{cache.MetaObjectToName(p)}
+			}),
+			sourceOf(copies.Pods().Informer(), func(p *corev1.Pod) []cache.ObjectName {
+				namespace, name := p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace], p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodName]
+				if name == "" {
+					return nil
+				}
+				return []cache.ObjectName{{Namespace: namespace, Name: name}}
+			}),
+		}},
+		copiesTarget(configmap.Name, configMaps.Enqueue, marked.ConfigMaps().Informer(), copies.ConfigMaps().Informer(), dependents.CopyKeys[*corev1.ConfigMap](true)),
+		copiesTarget(secret.Name, secrets.Enqueue, marked.Secrets().Informer(), copies.Secrets().Informer(), dependents.CopyKeys[*corev1.Secret](true)),
+		copiesTarget(pvc.Name, claims.Enqueue, marked.PersistentVolumeClaims().Informer(), copies.PersistentVolumeClaims().Informer(), dependents.CopyKeys[*corev1.PersistentVolumeClaim](true)),
+		copiesTarget(pv.Name, volumes.Enqueue, marked.PersistentVolumes().Informer(), physicalPVs.Informer(), dependents.CopyKeys[*corev1.PersistentVolume](false)),
+	)
+
 	workers := e.opts.Workers
 	return []app.Runnable{
 		app.ControllerRunnable(pods.Controller, e.opts.PodWorkers),
@@ -103,7 +150,18 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		app.ControllerRunnable(secrets.Controller, workers),
 		app.ControllerRunnable(claims.Controller, workers),
 		app.ControllerRunnable(volumes.Controller, workers),
+		{Name: "virtual-prober", Run: virtualHealth.Run},
+		resync,
 	}, nil
+}
+
+// copiesTarget resyncs a controller of copies: its marked virtual objects
+// and the objects its copies were made for (orphans included).
+func copiesTarget[T metav1.Object](name string, enqueue func(cache.ObjectName), virtual, physical cache.SharedIndexInformer, copyKeys func(T) []cache.ObjectName) resyncTarget {
+	return resyncTarget{name: name, enqueue: enqueue, sources: []resyncSource{
+		sourceOf(virtual, controller.ObjectKeys[T]),
+		sourceOf(physical, copyKeys),
+	}}
 }
 
 // dependencyEvents are metadata-only informers on every ConfigMap, Secret

@@ -3,6 +3,7 @@ package configmap
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,11 +191,134 @@ func TestRestoresDeletedCopy(t *testing.T) {
 
 func TestDeletesOrphanedCopy(t *testing.T) {
 	f := newFixture(t)
-	// Someone removed our finalizer and the object went.
+	// Someone removed our finalizer and the object went; then the last pod
+	// using it went too.
+	if err := f.e.Virtual.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("configmaps"), ns, "conf"); err != nil {
+		t.Fatal(err)
+	}
+	f.e.DeletePod(f.pod)
+	f.e.SyncCaches()
+	f.reconcile()
+	f.e.ExpectWrites("physical delete configmaps mount/" + physicalName)
+}
+
+// A virtual ConfigMap replaced by someone (kubectl replace, a GitOps tool)
+// loses our label and finalizer and drops out of the cache of marked
+// objects. A pod still uses it: the copy is not an orphan; the object is
+// marked again and the copy left in place.
+func TestReplacedObjectInUseIsMarkedAgain(t *testing.T) {
+	f := newFixture(t)
+	f.updateVirtual(dropMarks)
+	f.reconcile()
+	f.e.ExpectWrites("virtual update configmaps app/conf")
+	if cm := f.virtual(); !dependents.IsMarked(cm, dependentstest.ClusterID) {
+		t.Errorf("virtual ConfigMap not marked again: labels %v, finalizers %v", cm.Labels, cm.Finalizers)
+	}
+	select {
+	case event := <-f.e.Recorder.Events:
+		if !strings.Contains(event, "Warning "+dependents.ReasonMarksRestored) {
+			t.Errorf("event %q, want a Warning %s", event, dependents.ReasonMarksRestored)
+		}
+	default:
+		t.Errorf("no event says the marks were put back")
+	}
+	f.expectNoSecondWrite()
+
+	// The copy, deleted as well meanwhile, comes back.
+	f.updateVirtual(dropMarks)
+	if err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Delete(context.Background(), physicalName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.e.SyncCaches()
+	f.e.Writes()
+	f.reconcile()
+	f.e.ExpectWrites("virtual update configmaps app/conf", "physical create configmaps mount/"+physicalName)
+	f.expectNoSecondWrite()
+}
+
+// A virtual ConfigMap deleted without our finalizer while a pod still uses
+// it: its copy stays under the pod, and goes once the pod is gone.
+func TestKeepsCopyOfGoneObjectWhilePodsUseIt(t *testing.T) {
+	f := newFixture(t)
 	if err := f.e.Virtual.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("configmaps"), ns, "conf"); err != nil {
 		t.Fatal(err)
 	}
 	f.e.SyncCaches()
+	if result := f.reconcile(); result != (controller.Result{}) {
+		t.Errorf("result %+v, want none: the pod's events bring the key back", result)
+	}
+	f.e.ExpectWrites()
+
+	f.e.DeletePod(f.pod)
+	f.e.SyncCaches()
 	f.reconcile()
 	f.e.ExpectWrites("physical delete configmaps mount/" + physicalName)
+}
+
+// dropMarks is what a replace with the user's own manifest does to a
+// marked object: our labels, annotations and finalizer are gone.
+func dropMarks(cm *corev1.ConfigMap) {
+	for k := range cm.Labels {
+		if strings.HasPrefix(k, "kubeocean.io/") {
+			delete(cm.Labels, k)
+		}
+	}
+	for k := range cm.Annotations {
+		if strings.HasPrefix(k, "kubeocean.io/") {
+			delete(cm.Annotations, k)
+		}
+	}
+	cm.Finalizers = nil
+}
+
+// Another controller labels and annotates the copy: its label and
+// annotation stay, the event is dropped before the queue, a reconcile
+// writes nothing, and a later change of the virtual labels is carried
+// over without touching theirs.
+func TestOtherWritersLabelsStay(t *testing.T) {
+	f := newFixture(t)
+	copyOf := func() *corev1.ConfigMap {
+		cm, err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Get(context.Background(), physicalName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	before := copyOf()
+	labelled := before.DeepCopy()
+	labelled.Labels["team.example.com/owner"] = "blue"
+	labelled.Annotations = map[string]string{"backup.example.com/at": "now"}
+	for k, v := range before.Annotations {
+		labelled.Annotations[k] = v
+	}
+	labelled, err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Update(context.Background(), labelled, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.e.SyncCaches()
+	f.e.Writes()
+
+	var keys []cache.ObjectName
+	handler := controller.Handler[*corev1.ConfigMap, cache.ObjectName]{
+		Enqueue: func(k cache.ObjectName) { keys = append(keys, k) },
+		Keys:    dependents.CopyKeys[*corev1.ConfigMap](true), Changed: dependents.CopyChanged[*corev1.ConfigMap],
+	}
+	handler.OnUpdate(before, labelled)
+	if len(keys) != 0 {
+		t.Errorf("another writer's label enqueued %v", keys)
+	}
+
+	for range 3 {
+		f.reconcile()
+	}
+	f.e.ExpectWrites()
+
+	f.updateVirtual(func(cm *corev1.ConfigMap) { cm.Labels["tier"] = "front" })
+	f.reconcile()
+	f.e.ExpectWrites("physical update configmaps mount/" + physicalName)
+	got := copyOf()
+	if got.Labels["team.example.com/owner"] != "blue" || got.Labels["tier"] != "front" || got.Annotations["backup.example.com/at"] != "now" {
+		t.Errorf("copy labels %v, annotations %v: want theirs kept and ours carried over", got.Labels, got.Annotations)
+	}
+	f.expectNoSecondWrite()
 }

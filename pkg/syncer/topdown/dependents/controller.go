@@ -62,10 +62,12 @@ func NewController[T metav1.Object](opts ControllerOptions[T]) (*Controller[T], 
 		return nil, fmt.Errorf("%s: registering virtual %s handler: %w", opts.Name, kind, err)
 	}
 	// A copy deleted or edited by someone maps back to its virtual object,
-	// which puts it right.
+	// which puts it right. Edits that touch only what is not ours (another
+	// controller's labels) are dropped here.
 	if err := c.Watch(opts.Physical, controller.Handler[T, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    CopyKeys[T](opts.Namespaced),
+		Changed: CopyChanged[T],
 	}); err != nil {
 		return nil, fmt.Errorf("%s: registering physical %s handler: %w", opts.Name, kind, err)
 	}

@@ -163,8 +163,9 @@ func desiredCopy[T object](s *Syncer, k *kind[T], virtual T, at location) T {
 	desired := k.content.build(virtual)
 	desired.SetNamespace(at.namespace)
 	desired.SetName(at.name)
-	desired.SetLabels(s.owner.Stamp(physicalLabels(virtual.GetLabels())))
-	desired.SetAnnotations(mappingAnnotations(virtual.GetNamespace(), virtual.GetName()))
+	labels := s.owner.Stamp(physicalLabels(virtual.GetLabels()))
+	desired.SetLabels(labels)
+	desired.SetAnnotations(copyAnnotations(virtual.GetNamespace(), virtual.GetName(), labels))
 	return desired
 }
 
@@ -226,11 +227,13 @@ func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, act
 		}
 		return createCopy(ctx, s, k, virtual, desired)
 	}
-	if !metadataDiffers(actual, desired) && !k.content.differs(actual, desired) {
+	labels, annotations, metadataChanged := mergeMetadata(actual, desired)
+	if !metadataChanged && !k.content.differs(actual, desired) {
 		return nil
 	}
 	updated := deepCopy(actual)
-	applyMetadata(updated, desired)
+	updated.SetLabels(labels)
+	updated.SetAnnotations(annotations)
 	k.content.apply(updated, desired)
 	_, err := k.physical.client(actual.GetNamespace()).Update(ctx, updated, metav1.UpdateOptions{})
 	switch {

@@ -2,6 +2,7 @@ package dependents
 
 import (
 	"context"
+	"errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -32,8 +33,12 @@ type Lifecycle struct {
 // Reconcile handles the virtual object key; virtual is its cached state,
 // nil when the cache of marked objects does not hold it.
 //
-//   - not cached: gone or not (or no longer) marked by us, so a copy left
-//     behind is an orphan;
+//   - not cached: gone or not (or no longer) marked by us. A copy left
+//     behind is an orphan only when nothing of the binding uses the
+//     object: when pods still do (someone replaced the virtual object and
+//     dropped our label and finalizer), it is marked and copied again, or,
+//     if the virtual object is gone, its copy is kept for the pods until
+//     they go (their events bring the key back);
 //   - being deleted: its copies go, then our finalizer;
 //   - in use: its copies are kept in step (restored if deleted);
 //   - unused for the grace period: released, so nothing piles up in the
@@ -43,7 +48,7 @@ func (l *Lifecycle) Reconcile(ctx context.Context, key cache.ObjectName, virtual
 	ctx = klog.NewContext(ctx, logger)
 	if virtual == nil {
 		l.Unused.Forget(key)
-		return controller.Result{}, l.DeleteOrphan(ctx, key)
+		return l.unmarked(ctx, key)
 	}
 	if virtual.GetDeletionTimestamp() != nil {
 		l.Unused.Forget(key)
@@ -74,6 +79,32 @@ func (l *Lifecycle) Reconcile(ctx context.Context, key cache.ObjectName, virtual
 	}
 	logger.V(2).Info("Object is used again; copying it back")
 	return ResultOf(l.Ensure(ctx, key))
+}
+
+// unmarked handles an object the cache of marked objects does not hold.
+func (l *Lifecycle) unmarked(ctx context.Context, key cache.ObjectName) (controller.Result, error) {
+	used, err := l.InUse(key)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if !used {
+		return controller.Result{}, l.DeleteOrphan(ctx, key)
+	}
+	logger := klog.FromContext(ctx)
+	err = l.Ensure(ctx, key)
+	var notReady *NotReadyError
+	if errors.As(err, &notReady) {
+		// Gone or being deleted without our finalizer: nothing can be
+		// marked, and deleting the copy would pull it from under the pods.
+		logger.Info("Object is gone but pods of the binding still use its physical copy; keeping the copy until they go", "reason", notReady.Reason)
+		return controller.Result{}, nil
+	}
+	if err == nil {
+		// Either someone dropped our marks (now put back) or the cache of
+		// marked objects lags behind a mark just made (nothing written).
+		logger.V(2).Info("Object used by pods was not among the marked ones; made sure it is marked and copied")
+	}
+	return ResultOf(err)
 }
 
 // ByKey adapts a Release or DeleteOrphan call of the Syncer to a key.

@@ -190,31 +190,3 @@ func VirtualKeyOf(physical metav1.Object, namespaced bool) (cache.ObjectName, bo
 	}
 	return key, true
 }
-
-// metadataDiffers tells whether the copy's labels or mapping annotations
-// differ from desired. Labels must match exactly, so a label removed from
-// the virtual object goes from the copy too; annotations must only include
-// ours, since the physical cluster adds its own (PV binding, for one).
-func metadataDiffers(actual, desired metav1.Object) bool {
-	if !maps.Equal(actual.GetLabels(), desired.GetLabels()) {
-		return true
-	}
-	for k, v := range desired.GetAnnotations() {
-		if got, ok := actual.GetAnnotations()[k]; !ok || got != v {
-			return true
-		}
-	}
-	return false
-}
-
-// applyMetadata gives actual, a copy of the physical object, the labels
-// and mapping annotations of desired, keeping the other annotations.
-func applyMetadata(actual, desired metav1.Object) {
-	actual.SetLabels(maps.Clone(desired.GetLabels()))
-	annotations := maps.Clone(actual.GetAnnotations())
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	maps.Copy(annotations, desired.GetAnnotations())
-	actual.SetAnnotations(annotations)
-}

@@ -170,31 +170,96 @@ func TestOwnershipAndVirtualKey(t *testing.T) {
 	}
 }
 
-func TestPhysicalLabelsAndMetadataDiff(t *testing.T) {
+func TestPhysicalLabels(t *testing.T) {
 	labels := physicalLabels(map[string]string{"app": "web", ourLabel: "true", otherLabel: "true", kubeoceanv1alpha1.LabelUsedByPV: "true"})
 	want := map[string]string{"app": "web", managed: "kubeocean", kubeoceanv1alpha1.LabelUsedByPV: "true"}
 	if !maps.Equal(labels, want) {
 		t.Errorf("physicalLabels = %v, want %v", labels, want)
 	}
+}
 
-	desired := meta(want, mappingAnnotations("app", "conf"))
+// The copy's labels follow the virtual object's by a three-way merge:
+// ours are put back, those we wrote and no longer want go, others' stay.
+func TestMergeMetadata(t *testing.T) {
+	ours := map[string]string{"app": "web", managed: "kubeocean"}
+	desired := meta(ours, copyAnnotations("app", "conf", ours))
+	written := func(labels map[string]string, extra map[string]string) *metav1.ObjectMeta {
+		annotations := copyAnnotations("app", "conf", ours)
+		maps.Copy(annotations, extra)
+		return meta(labels, annotations)
+	}
 	for name, tc := range map[string]struct {
-		actual *metav1.ObjectMeta
-		differ bool
+		actual     *metav1.ObjectMeta
+		wantLabels map[string]string
+		changed    bool
 	}{
-		"same":                       {actual: meta(want, mappingAnnotations("app", "conf"))},
-		"extra annotation is theirs": {actual: meta(want, map[string]string{kubeoceanv1alpha1.AnnotationVirtualName: "conf", kubeoceanv1alpha1.AnnotationVirtualNamespace: "app", "pv.kubernetes.io/bind-completed": "yes"})},
-		"extra label":                {actual: meta(map[string]string{"app": "web", managed: "kubeocean", kubeoceanv1alpha1.LabelUsedByPV: "true", "x": "y"}, mappingAnnotations("app", "conf")), differ: true},
-		"mapping annotation missing": {actual: meta(want, nil), differ: true},
+		"same":                       {actual: written(ours, nil), wantLabels: ours},
+		"extra annotation is theirs": {actual: written(ours, map[string]string{"pv.kubernetes.io/bind-completed": "yes"}), wantLabels: ours},
+		"extra label is theirs": {
+			actual:     written(map[string]string{"app": "web", managed: "kubeocean", "team": "blue"}, nil),
+			wantLabels: map[string]string{"app": "web", managed: "kubeocean", "team": "blue"},
+		},
+		"our label edited": {
+			actual: written(map[string]string{"app": "db", managed: "kubeocean"}, nil), wantLabels: ours, changed: true,
+		},
+		"our label removed": {actual: written(map[string]string{managed: "kubeocean"}, nil), wantLabels: ours, changed: true},
+		"label we wrote and no longer want": {
+			actual: meta(map[string]string{"app": "web", "tier": "front", managed: "kubeocean", "team": "blue"},
+				copyAnnotations("app", "conf", map[string]string{"app": "web", "tier": "front", managed: "kubeocean"})),
+			wantLabels: map[string]string{"app": "web", managed: "kubeocean", "team": "blue"}, changed: true,
+		},
+		"nothing recorded": {
+			actual:     meta(map[string]string{"team": "blue"}, mappingAnnotations("app", "conf")),
+			wantLabels: map[string]string{"app": "web", managed: "kubeocean", "team": "blue"}, changed: true,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := metadataDiffers(tc.actual, desired); got != tc.differ {
-				t.Errorf("metadataDiffers = %v, want %v", got, tc.differ)
+			labels, annotations, changed := mergeMetadata(tc.actual, desired)
+			if changed != tc.changed || !maps.Equal(labels, tc.wantLabels) {
+				t.Errorf("mergeMetadata = %v, changed %v; want %v, changed %v", labels, changed, tc.wantLabels, tc.changed)
+			}
+			for k, v := range desired.Annotations {
+				if annotations[k] != v {
+					t.Errorf("annotation %s = %q, want %q", k, annotations[k], v)
+				}
 			}
 			applied := tc.actual.DeepCopy()
-			applyMetadata(applied, desired)
-			if metadataDiffers(applied, desired) {
-				t.Errorf("after applyMetadata still differs: %v %v", applied.Labels, applied.Annotations)
+			applied.Labels, applied.Annotations = labels, annotations
+			if _, _, again := mergeMetadata(applied, desired); again {
+				t.Errorf("a second merge changes something: %v %v", applied.Labels, applied.Annotations)
+			}
+		})
+	}
+}
+
+// Updates of a copy that touch only others' labels and annotations, or
+// nothing at all, are dropped before they reach the queue.
+func TestCopyChanged(t *testing.T) {
+	ours := map[string]string{"app": "web", managed: "kubeocean"}
+	base := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", ResourceVersion: "1", Labels: maps.Clone(ours), Annotations: copyAnnotations("app", "conf", ours)},
+		Data:       map[string]string{"k": "v"},
+	}
+	for name, tc := range map[string]struct {
+		change func(*corev1.ConfigMap)
+		want   bool
+	}{
+		"their label":      {change: func(c *corev1.ConfigMap) { c.Labels["team"] = "blue" }},
+		"their annotation": {change: func(c *corev1.ConfigMap) { c.Annotations["note"] = "x" }},
+		"only a version":   {change: func(*corev1.ConfigMap) {}},
+		"our label":        {change: func(c *corev1.ConfigMap) { delete(c.Labels, "app") }, want: true},
+		"identity label":   {change: func(c *corev1.ConfigMap) { delete(c.Labels, managed) }, want: true},
+		"mapping":          {change: func(c *corev1.ConfigMap) { delete(c.Annotations, kubeoceanv1alpha1.AnnotationVirtualName) }, want: true},
+		"record":           {change: func(c *corev1.ConfigMap) { delete(c.Annotations, AnnotationLastApplied) }, want: true},
+		"data":             {change: func(c *corev1.ConfigMap) { c.Data["k"] = "w" }, want: true},
+		"deleting":         {change: func(c *corev1.ConfigMap) { c.DeletionTimestamp = ptr.To(metav1.Now()) }, want: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			updated := base.DeepCopy()
+			updated.ResourceVersion = "2"
+			tc.change(updated)
+			if got := CopyChanged(base, updated); got != tc.want {
+				t.Errorf("CopyChanged = %v, want %v", got, tc.want)
 			}
 		})
 	}

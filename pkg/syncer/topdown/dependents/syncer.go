@@ -9,7 +9,10 @@
 // Mapping (spec §5.1): a copy of namespace/name lives in the binding's
 // mount namespace as naming.PhysicalName(namespace, name), labelled like
 // the virtual object plus kubeocean.io/managed-by=kubeocean and annotated
-// with kubeocean.io/virtual-name and -namespace. PVs are cluster-scoped and
+// with kubeocean.io/virtual-name and -namespace. The labels are kept in
+// step by a three-way merge (AnnotationLastApplied records what we wrote),
+// so labels and annotations other controllers add to a copy stay and no
+// two writers take turns. PVs are cluster-scoped and
 // named PhysicalPVName(name). A CSI node-publish Secret keeps its name and
 // namespace, since the PV names it there. The virtual object is marked
 // first — label kubeocean.io/synced-by-<clusterID>, managed-by, the
@@ -230,10 +233,27 @@ func ensure[T object](ctx context.Context, s *Syncer, k *kind[T], namespace, nam
 	if err != nil {
 		return err
 	}
+	wasMarked := IsMarked(obj, s.clusterID)
 	if obj, err = ensureMarked(ctx, s, k, obj, at, usedByPV); err != nil {
 		return err
 	}
+	if !wasMarked && hasOurCopy(s, k, namespace, name, at) {
+		// Our copy is there, so the object was marked once: someone took
+		// the marks off (a replace with the user's own manifest).
+		s.recorder.Eventf(obj, corev1.EventTypeWarning, ReasonMarksRestored,
+			"Kubeocean's label and finalizer were removed while pods of cluster %s use this %s; they were put back", s.clusterID, k.name)
+	}
 	return ensureCopy(ctx, s, k, obj, at)
+}
+
+// hasOurCopy tells whether the cache holds this binding's copy of
+// namespace/name at at.
+func hasOurCopy[T object](s *Syncer, k *kind[T], namespace, name string, at location) bool {
+	if k.physical.cache == nil {
+		return false
+	}
+	actual, err := k.physical.cached(at.namespace, at.name)
+	return err == nil && s.owns(actual, namespace, name)
 }
 
 // ReleaseConfigMap deletes the physical copy of the virtual ConfigMap

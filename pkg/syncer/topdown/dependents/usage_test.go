@@ -227,12 +227,15 @@ func TestLifecycle(t *testing.T) {
 		want      []string
 		result    controller.Result
 	}{
-		"not cached":        {want: []string{"deleteOrphan"}},
-		"being deleted":     {virtual: deleting, used: []bool{true}, want: []string{"release"}},
-		"used":              {virtual: live, used: []bool{true}, want: []string{"ensure"}},
-		"conflict":          {virtual: live, used: []bool{true}, ensureErr: &ConflictError{Kind: KindConfigMap}, want: []string{"ensure"}, result: controller.RequeueAfter(ConflictRecheck)},
-		"unused: waits":     {virtual: live, used: []bool{false}, result: controller.RequeueAfter(time.Minute)},
-		"unused past grace": {virtual: live, used: []bool{false}, wait: time.Minute, want: []string{"release"}},
+		"not cached, unused":      {used: []bool{false}, want: []string{"deleteOrphan"}},
+		"not cached, used":        {used: []bool{true}, want: []string{"ensure"}},
+		"not cached, used, gone":  {used: []bool{true}, ensureErr: &NotReadyError{Kind: KindConfigMap, Reason: ReasonNotFound}, want: []string{"ensure"}},
+		"not cached, used, taken": {used: []bool{true}, ensureErr: &ConflictError{Kind: KindConfigMap}, want: []string{"ensure"}, result: controller.RequeueAfter(ConflictRecheck)},
+		"being deleted":           {virtual: deleting, used: []bool{true}, want: []string{"release"}},
+		"used":                    {virtual: live, used: []bool{true}, want: []string{"ensure"}},
+		"conflict":                {virtual: live, used: []bool{true}, ensureErr: &ConflictError{Kind: KindConfigMap}, want: []string{"ensure"}, result: controller.RequeueAfter(ConflictRecheck)},
+		"unused: waits":           {virtual: live, used: []bool{false}, result: controller.RequeueAfter(time.Minute)},
+		"unused past grace":       {virtual: live, used: []bool{false}, wait: time.Minute, want: []string{"release"}},
 		"used again during release": {
 			virtual: live, used: []bool{false, false, true}, wait: time.Minute, want: []string{"release", "ensure"},
 		},
@@ -250,6 +253,10 @@ func TestLifecycle(t *testing.T) {
 			if tc.wait > 0 {
 				clock.SetTime(clock.Now().Add(tc.wait))
 				result, err = l.Reconcile(ctx, key, virtual)
+			}
+			var notReady *NotReadyError
+			if errors.As(tc.ensureErr, &notReady) && err != nil {
+				t.Errorf("err = %v, want none: the copy is kept and the pods' events bring the key back", err)
 			}
 			if err != nil && !errors.Is(err, tc.ensureErr) {
 				t.Errorf("err = %v", err)

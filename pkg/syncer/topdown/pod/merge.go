@@ -9,6 +9,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/lastapplied"
 )
 
 // AnnotationLastApplied on a physical pod holds what the controller last
@@ -163,30 +164,9 @@ func updatePatch(physical *corev1.Pod, desired appliedState) []byte {
 	return data
 }
 
-// mergeKeys is the patch of one string map: keys whose desired value
-// changed since last applied are set, keys dropped since last applied are
-// removed; a key the live object already has right is left out. nil values
-// delete.
+// mergeKeys is the patch of one string map (see lastapplied.MergeKeys).
 func mergeKeys(current, last, desired map[string]string, enforced func(string) bool) map[string]*string {
-	patch := map[string]*string{}
-	for k, v := range desired {
-		if lastValue, ok := last[k]; ok && lastValue == v && !enforced(k) {
-			continue // unchanged on our side: the live value stands
-		}
-		if currentValue, ok := current[k]; ok && currentValue == v {
-			continue
-		}
-		patch[k] = ptr.To(v)
-	}
-	for k := range last {
-		if _, ok := desired[k]; ok {
-			continue
-		}
-		if _, ok := current[k]; ok {
-			patch[k] = nil
-		}
-	}
-	return patch
+	return lastapplied.MergeKeys(current, last, desired, enforced)
 }
 
 // mergeDeadline is the activeDeadlineSeconds to write, or nil. Kubernetes

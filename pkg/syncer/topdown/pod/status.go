@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // ConditionDependenciesReady on a virtual pod tells whether the objects it
@@ -112,18 +114,63 @@ func failedStatus(status corev1.PodStatus, message string, now metav1.Time) core
 	return out
 }
 
-// markFailed fails the virtual pod whose physical pod is gone.
+// markFailed fails the virtual pod whose physical pod is gone. A conflict
+// is retried at once from a live read: after the virtual apiserver comes
+// back, the cache is often behind other writers of the pod's status (the
+// bottom-up side), and a status-only change of the pod brings no event
+// that would requeue it, so waiting on the queue would only delay a pod
+// that is known to be lost.
 func (c *Controller) markFailed(ctx context.Context, virtual *corev1.Pod, message string) error {
-	updated := virtual.DeepCopy()
-	updated.Status = failedStatus(virtual.Status, message, metav1.NewTime(c.clock.Now()))
-	_, err := c.virtualClient.Pods(virtual.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
+	pods := c.virtualClient.Pods(virtual.Namespace)
+	for attempt := 0; ; attempt++ {
+		updated := virtual.DeepCopy()
+		updated.Status = failedStatus(virtual.Status, message, metav1.NewTime(c.clock.Now()))
+		_, err := pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			klog.FromContext(ctx).Info("Marked virtual pod Failed: its physical pod is gone", "message", message)
+			c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPhysicalPodLost, message)
+			return nil
+		case apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsConflict(err) || attempt >= maxStatusConflicts:
+			return fmt.Errorf("failing virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
+		}
+		live, getErr := pods.Get(ctx, virtual.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(getErr):
+			return nil
+		case getErr != nil:
+			return fmt.Errorf("re-reading virtual pod %s/%s after a conflict: %w", virtual.Namespace, virtual.Name, getErr)
+		case isFinished(live):
+			return nil
+		case !sameLostPod(virtual, live):
+			// The pod changed in what the decision rests on; decide again
+			// from the cache.
+			return fmt.Errorf("failing virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
+		}
+		virtual = live
 	}
-	if err != nil {
-		return fmt.Errorf("failing virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
+}
+
+// maxStatusConflicts bounds the live re-reads of one markFailed: each
+// conflict means someone else wrote in between, which does not go on.
+const maxStatusConflicts = 3
+
+func isFinished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// sameLostPod tells whether live is still the pod cached was found lost
+// for: the same pod, mapped to the same physical pod.
+func sameLostPod(cached, live *corev1.Pod) bool {
+	if cached.UID != live.UID || (cached.DeletionTimestamp == nil) != (live.DeletionTimestamp == nil) {
+		return false
 	}
-	klog.FromContext(ctx).Info("Marked virtual pod Failed: its physical pod is gone", "message", message)
-	c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPhysicalPodLost, message)
-	return nil
+	for _, k := range []string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace, kubeoceanv1alpha1.AnnotationPhysicalPodName, kubeoceanv1alpha1.AnnotationPhysicalPodUID} {
+		if cached.Annotations[k] != live.Annotations[k] {
+			return false
+		}
+	}
+	return true
 }
