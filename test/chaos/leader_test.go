@@ -35,7 +35,7 @@ func TestLeaderHandover(t *testing.T) {
 	waitLeading(t, leader)
 	standby := startManager(t, namespace+"-b", electionArgs...)
 	waitConverged(t, "the pods of earlier tests agree under the leader")
-	before := checkExact(t, deletionsBefore)
+	before := checkExact(t, deletionsBefore, 0)
 
 	// Work for the leader while the standby stands by.
 	createNamespace(t, namespace)
@@ -76,7 +76,7 @@ func TestLeaderHandover(t *testing.T) {
 	waitConverged(t, "the clusters agree under the new leader")
 	converged := time.Since(killed)
 	standby.requireRunning(t)
-	got := checkExact(t, deletionsBefore)
+	got := checkExact(t, deletionsBefore, settle)
 	if got != total {
 		t.Errorf("%d virtual pods, want %d", got, total)
 	}

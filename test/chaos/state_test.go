@@ -115,6 +115,8 @@ func waitPhysicalPods(t *testing.T, n int) int {
 //     from it, runs, and names that virtual pod (by UID) back;
 //   - every pod of the mount namespace is such a twin: none is an orphan,
 //     none is a second twin of one virtual pod;
+//   - every Secret and ConfigMap of the mount namespace is used by a
+//     physical pod, and every one they use is there;
 //   - every virtual node is Ready.
 func disagreement(ctx context.Context) (string, error) {
 	virtual, err := env.virtualKube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: podLabel})
@@ -168,6 +170,11 @@ func disagreement(ctx context.Context) (string, error) {
 	if len(physical.Items) != len(virtual.Items) {
 		problem("%d physical pods for %d virtual pods", len(physical.Items), len(virtual.Items))
 	}
+	copies, err := copyProblems(ctx, physical.Items)
+	if err != nil {
+		return "", err
+	}
+	problems = append(problems, copies...)
 	for _, name := range virtualNodes() {
 		node, err := env.virtualKube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -192,6 +199,70 @@ func disagreement(ctx context.Context) (string, error) {
 	return summary + ": " + strings.Join(problems, "; "), nil
 }
 
+// copyProblems checks the Secrets and ConfigMaps of the mount namespace
+// against what the physical pods use: each one used exists, and each one
+// there is used (a copy or token Secret left behind by a killed process is
+// an orphan).
+func copyProblems(ctx context.Context, pods []corev1.Pod) ([]string, error) {
+	secrets, err := env.physicalKube.CoreV1().Secrets(mountNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	configMaps, err := env.physicalKube.CoreV1().ConfigMaps(mountNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, s := range secrets.Items {
+		have["Secret "+s.Name] = true
+	}
+	for _, c := range configMaps.Items {
+		have["ConfigMap "+c.Name] = true
+	}
+	used := map[string]string{} // kind and name -> a pod using it
+	for _, pod := range pods {
+		for _, ref := range references(&pod) {
+			used[ref] = pod.Name
+		}
+	}
+	var problems []string
+	for ref, pod := range used {
+		if !have[ref] {
+			problems = append(problems, fmt.Sprintf("%s used by physical %s does not exist", ref, pod))
+		}
+	}
+	for ref := range have {
+		if _, ok := used[ref]; !ok {
+			problems = append(problems, fmt.Sprintf("%s in %s is used by no pod", ref, mountNamespace))
+		}
+	}
+	return problems, nil
+}
+
+// references are the Secrets and ConfigMaps a pod's volumes name, as
+// "Secret name" and "ConfigMap name" (the test pods use nothing else).
+func references(pod *corev1.Pod) []string {
+	var refs []string
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.Secret != nil:
+			refs = append(refs, "Secret "+v.Secret.SecretName)
+		case v.ConfigMap != nil:
+			refs = append(refs, "ConfigMap "+v.ConfigMap.Name)
+		case v.Projected != nil:
+			for _, source := range v.Projected.Sources {
+				if source.Secret != nil {
+					refs = append(refs, "Secret "+source.Secret.Name)
+				}
+				if source.ConfigMap != nil {
+					refs = append(refs, "ConfigMap "+source.ConfigMap.Name)
+				}
+			}
+		}
+	}
+	return refs
+}
+
 func readyStatus(node *corev1.Node) corev1.ConditionStatus {
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -210,14 +281,17 @@ func waitConverged(t *testing.T, what string) time.Duration {
 	return time.Since(start)
 }
 
-// checkExact checks after a settling moment, once more, that the clusters
-// agree exactly: a duplicate or a late deletion from a restarted process
-// would show up now. It also checks that no pod was deleted on either side
-// since the log held deletionsBefore entries, and returns the number of
-// virtual pods.
-func checkExact(t *testing.T, deletionsBefore int) int {
+// settle is how long checkExact lets a late duplicate or deletion show.
+const settle = 3 * time.Second
+
+// checkExact checks after waiting wait (settle, after a fault), once more,
+// that the clusters agree exactly: a duplicate or a late deletion from a
+// restarted process would show up now. It also checks that no pod was
+// deleted on either side since the log held deletionsBefore entries, and
+// returns the number of virtual pods.
+func checkExact(t *testing.T, deletionsBefore int, wait time.Duration) int {
 	t.Helper()
-	time.Sleep(3 * time.Second)
+	time.Sleep(wait)
 	state, err := disagreement(t.Context())
 	if err != nil {
 		t.Fatal(err)
