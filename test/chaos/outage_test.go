@@ -99,7 +99,18 @@ func restartAPIServer(t *testing.T, namespace string, cluster *controlplane.Clus
 // either side. Once the apiserver answers again the clusters agree
 // exactly; the time that takes is printed (the target is 10 s).
 func TestPhysicalAPIServerFrozen(t *testing.T) {
-	namespace := "physical-freeze"
+	freeze(t, "physical-freeze", false)
+}
+
+// TestPhysicalAPIServerFrozenManagerRestarted is TestPhysicalAPIServerFrozen
+// with the manager killed and started again early in the freeze: the
+// outcome must be the same, as the syncer it starts cannot reach the
+// physical cluster and so vouches for nothing.
+func TestPhysicalAPIServerFrozenManagerRestarted(t *testing.T) {
+	freeze(t, "physical-freeze-restart", true)
+}
+
+func freeze(t *testing.T, namespace string, restartManager bool) {
 	deletionsBefore := env.deletions.count()
 	manager := startManager(t, namespace)
 	waitConverged(t, "the pods of earlier tests agree before the freeze")
@@ -114,6 +125,12 @@ func TestPhysicalAPIServerFrozen(t *testing.T) {
 	t.Cleanup(resume)
 	createPods(t, namespace, namespace, outagePods/2)
 	total := before + outagePods/2
+	if restartManager {
+		time.Sleep(time.Until(frozen.Add(5 * time.Second)))
+		manager.kill(t)
+		manager = startManager(t, namespace+"-2")
+		t.Logf("manager killed and started again %v into the freeze", time.Since(frozen).Round(100*time.Millisecond))
+	}
 
 	unknownAfter := map[string]time.Duration{}
 	for time.Since(frozen) < freezeTime {
@@ -160,7 +177,12 @@ func TestPhysicalAPIServerFrozen(t *testing.T) {
 	converged := time.Since(resumed)
 	var steps []string
 	for _, m := range milestones {
-		steps = append(steps, fmt.Sprintf("%s %v", m, reached[m].Round(100*time.Millisecond)))
+		at, ok := reached[m]
+		if !ok {
+			// Reached between the last count and the final check.
+			at = converged
+		}
+		steps = append(steps, fmt.Sprintf("%s %v", m, at.Round(100*time.Millisecond)))
 	}
 	manager.requireRunning(t)
 	got := checkExact(t, deletionsBefore, settle)
