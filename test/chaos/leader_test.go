@@ -10,7 +10,7 @@ import (
 )
 
 // leaderPods is the batch the leader is killed in the middle of.
-const leaderPods = 200
+const leaderPods = 120
 
 // electionArgs make a handover take seconds rather than the default 15 s.
 var electionArgs = []string{

@@ -95,7 +95,7 @@ func physicalPodCount(ctx context.Context) (int, error) {
 func waitPhysicalPods(t *testing.T, n int) int {
 	t.Helper()
 	var count int
-	poll(t, 2*time.Minute, fmt.Sprintf("%d physical pods exist", n), func(ctx context.Context) (string, error) {
+	pollEvery(t, 100*time.Millisecond, 2*time.Minute, fmt.Sprintf("%d physical pods exist", n), func(ctx context.Context) (string, error) {
 		var err error
 		if count, err = physicalPodCount(ctx); err != nil {
 			return err.Error(), nil
@@ -314,8 +314,13 @@ func checkExact(t *testing.T, deletionsBefore int, wait time.Duration) int {
 // apiserver may be down on purpose.
 func poll(t *testing.T, timeout time.Duration, what string, check func(context.Context) (string, error)) {
 	t.Helper()
+	pollEvery(t, 250*time.Millisecond, timeout, what, check)
+}
+
+func pollEvery(t *testing.T, interval, timeout time.Duration, what string, check func(context.Context) (string, error)) {
+	t.Helper()
 	last := "nothing yet"
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), interval, timeout, true, func(ctx context.Context) (bool, error) {
 		state, err := check(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
