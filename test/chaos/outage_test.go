@@ -24,6 +24,9 @@ const (
 	// enough for the virtual nodes to go Unknown (renewals stop within
 	// two probes, ~10 s, then nodeMonitorGracePeriod).
 	freezeTime = 45 * time.Second
+	// unknownDeadline bounds the wait for the virtual nodes to go Unknown
+	// during the freeze.
+	unknownDeadline = 60 * time.Second
 )
 
 // TestVirtualAPIServerRestart kills the virtual apiserver while the syncer
@@ -120,7 +123,10 @@ func TestPhysicalAPIServerFrozen(t *testing.T) {
 
 	nodes := virtualNodes()
 	unknownAfter := map[string]time.Duration{}
-	for len(unknownAfter) < len(nodes) && time.Since(frozen) < freezeTime {
+	// Unknown is due ~30 s in (renewals stop within two probes, then the
+	// grace period); a controller-manager slowed by a loaded machine gets
+	// until unknownDeadline.
+	for len(unknownAfter) < len(nodes) && time.Since(frozen) < unknownDeadline {
 		for _, name := range nodes {
 			if _, seen := unknownAfter[name]; !seen && virtualNodeReady(t, name) == corev1.ConditionUnknown {
 				unknownAfter[name] = time.Since(frozen)
@@ -131,7 +137,7 @@ func TestPhysicalAPIServerFrozen(t *testing.T) {
 	for _, name := range nodes {
 		after, seen := unknownAfter[name]
 		if !seen {
-			t.Fatalf("virtual node %s did not go Unknown in %v of a frozen physical apiserver", name, freezeTime)
+			t.Fatalf("virtual node %s did not go Unknown in %v of a frozen physical apiserver (Ready=%s)", name, unknownDeadline, virtualNodeReady(t, name))
 		}
 		t.Logf("virtual node %s Unknown %v into the freeze", name, after.Round(time.Second))
 	}
