@@ -3,6 +3,7 @@ package controlplane
 import (
 	"net"
 	"strconv"
+	"syscall"
 )
 
 // Process is a program run beside a cluster's components, such as a
@@ -28,6 +29,17 @@ func (p *Process) LogPath() string { return p.p.logPath }
 // Stop sends SIGTERM, then SIGKILL after a grace period, and returns once
 // the process has been reaped. It is idempotent.
 func (p *Process) Stop() { p.p.stop() }
+
+// Kill ends the process and anything it forked with SIGKILL, as the
+// kernel's OOM killer or a node failure would, with no chance to clean up,
+// and returns once it has been reaped.
+func (p *Process) Kill() {
+	if p.p.exited() {
+		return
+	}
+	_ = syscall.Kill(-p.p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.p.done
+}
 
 // Exited reports whether the process has ended, and with what error.
 func (p *Process) Exited() (bool, error) {

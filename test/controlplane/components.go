@@ -251,6 +251,7 @@ func (c *Cluster) startControllerManager() (*process, error) {
 		// Published to pods as kube-root-ca.crt.
 		args = append(args, "--root-ca-file="+c.caFile)
 	}
+	args = append(args, c.opts.ExtraControllerManagerFlags...)
 	return c.run(binControllerManager, c.bins.path(binControllerManager), args, nil)
 }
 
@@ -317,6 +318,14 @@ func (c *Cluster) run(name, bin string, args, env []string) (*process, error) {
 	p, err := startProcess(c.Dir, name, bin, args, env)
 	if err != nil {
 		return nil, err
+	}
+	// A component started again (see StartAPIServer) takes its predecessor's
+	// place, so that Stop keeps stopping components in order.
+	for i, old := range c.procs {
+		if old.name == name && old.exited() {
+			c.procs[i] = p
+			return p, nil
+		}
 	}
 	c.procs = append(c.procs, p)
 	return p, nil

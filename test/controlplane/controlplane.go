@@ -62,6 +62,9 @@ type Options struct {
 	// ExtraAPIServerFlags are appended to the apiserver's flags; for a
 	// single-valued flag the last occurrence wins.
 	ExtraAPIServerFlags []string
+	// ExtraControllerManagerFlags are appended to kube-controller-manager's
+	// flags, e.g. a shorter --node-monitor-grace-period.
+	ExtraControllerManagerFlags []string
 	// KwokArgs are appended to kwok's flags, e.g. --node-port and -c
 	// files of its Logs, Exec and PortForward configuration, so that kwok
 	// serves a kubelet API for its nodes.
