@@ -41,6 +41,7 @@ func main() {
 	})
 	fs.IntVar(&syncerOpts.PhysicalBurst, "physical-kube-api-burst", syncerOpts.PhysicalBurst, "Burst of queries to the physical cluster's API server.")
 	syncerOpts.Kubelet.AddFlags(fs)
+	fs.BoolVar(&syncerOpts.SyncDaemonSetPods, "sync-daemonset-pods", false, "Run the pods of DaemonSets placed on virtual nodes in the physical cluster (off: they stay Pending with a condition saying why).")
 	flag.Parse()
 	if syncerOpts.BindingName == "" {
 		fmt.Fprintln(os.Stderr, "--cluster-binding is required")

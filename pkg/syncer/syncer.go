@@ -57,6 +57,10 @@ type Options struct {
 	PhysicalBurst int
 	// Kubelet configures the virtual nodes' kubelet API.
 	Kubelet KubeletOptions
+	// SyncDaemonSetPods runs the pods of DaemonSets placed on virtual
+	// nodes in the physical cluster; off, they stay Pending with a
+	// condition saying why.
+	SyncDaemonSetPods bool
 }
 
 // clusterClients are the typed clients of one cluster: those of the
