@@ -215,8 +215,8 @@ func New(opts Options) (*Controller, error) {
 		// Physical pods are created and deleted from what these caches
 		// say: never before all of them have synced.
 		HasSynced: synced,
-		Metrics: opts.Metrics,
-		Clock:   c.clock,
+		Metrics:   opts.Metrics,
+		Clock:     c.clock,
 	})
 	return c, c.registerHandlers(opts)
 }

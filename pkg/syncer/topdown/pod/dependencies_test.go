@@ -125,4 +125,3 @@ func TestDependencyTransientError(t *testing.T) {
 		t.Errorf("events = %v, want none", events)
 	}
 }
-

@@ -203,7 +203,7 @@ func (c *Controller) registerRefusalHandlers(opts Options) error {
 	if opts.ResourceQuotas != nil {
 		h := controller.Handler[*corev1.ResourceQuota, cache.ObjectName]{
 			Enqueue: c.Enqueue, Keys: func(*corev1.ResourceQuota) []cache.ObjectName { return c.wakeRefused() },
-			Filter:  func(q *corev1.ResourceQuota) bool { return q.Namespace == c.mountNamespace },
+			Filter: func(q *corev1.ResourceQuota) bool { return q.Namespace == c.mountNamespace },
 		}
 		if err := c.Watch(opts.ResourceQuotas.Informer(), h); err != nil {
 			return fmt.Errorf("topdown pod: registering resource quota handler: %w", err)
