@@ -41,6 +41,7 @@ func main() {
 	})
 	fs.IntVar(&syncerOpts.PhysicalBurst, "physical-kube-api-burst", syncerOpts.PhysicalBurst, "Burst of queries to the physical cluster's API server.")
 	syncerOpts.Kubelet.AddFlags(fs)
+	fs.DurationVar(&syncerOpts.DrainTimeout, "drain-timeout", syncer.DefaultDrainTimeout, "How long a drained virtual node's pods are asked to leave through the eviction API (PodDisruptionBudgets may refuse) before they are deleted.")
 	fs.BoolVar(&syncerOpts.SyncDaemonSetPods, "sync-daemonset-pods", false, "Run the pods of DaemonSets placed on virtual nodes in the physical cluster (off: they stay Pending with a condition saying why).")
 	flag.Parse()
 	if syncerOpts.BindingName == "" {
