@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -164,6 +165,19 @@ func TestPodSecurityKeepsPhysicalNodesClosed(t *testing.T) {
 	t.Logf("pod creates the physical apiserver refused: %d", refused)
 	if refused != 0 {
 		t.Errorf("the physical apiserver refused %d pod creates; want 0: the syncer sends no pod that breaks the level", refused)
+	}
+
+	// The physical admin trusts this virtual cluster after all: a change
+	// of the mount namespace's labels is what brings the pods back.
+	if _, err := w.Physical.CoreV1().Namespaces().Patch(ctx, w.Mount, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name := range escapes {
+		waitCreatedCondition(t, w, ns, name, corev1.ConditionTrue, pod.ReasonPhysicalPodCreated)
+		if !physicalPodExists(t, w, ns, name) {
+			t.Errorf("%s: not in the physical cluster once the level allows it", name)
+		}
 	}
 }
 
