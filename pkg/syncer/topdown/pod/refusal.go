@@ -42,7 +42,7 @@ const (
 
 // daemonSetPodMessage is the condition message of a DaemonSet's pod.
 const daemonSetPodMessage = "Pods of DaemonSets are not run on virtual nodes (the syncer's --sync-daemonset-pods is off); " +
-	"keep the DaemonSet off virtual nodes: do not tolerate the kubeocean.io/vnode taint, or require a node without the kubeocean.io/cluster-id label"
+	"keep the DaemonSet off virtual nodes: do not tolerate the kubeocean.io/vnode taint, or require nodes without the label kubeocean.io/managed-by=kubeocean"
 
 // isDaemonSetPod tells a pod whose controller is a DaemonSet.
 func isDaemonSetPod(pod *corev1.Pod) bool {
