@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -203,11 +204,28 @@ func (c *Controller) registerRefusalHandlers(opts Options) error {
 	if opts.ResourceQuotas != nil {
 		h := controller.Handler[*corev1.ResourceQuota, cache.ObjectName]{
 			Enqueue: c.Enqueue, Keys: func(*corev1.ResourceQuota) []cache.ObjectName { return c.wakeRefused() },
-			Filter: func(q *corev1.ResourceQuota) bool { return q.Namespace == c.mountNamespace },
+			Filter:  func(q *corev1.ResourceQuota) bool { return q.Namespace == c.mountNamespace },
+			Changed: quotaMayAdmitMore,
 		}
 		if err := c.Watch(opts.ResourceQuotas.Informer(), h); err != nil {
 			return fmt.Errorf("topdown pod: registering resource quota handler: %w", err)
 		}
 	}
 	return nil
+}
+
+// quotaMayAdmitMore tells a quota change after which a pod it refused may
+// pass: a limit changed, or usage went down. Usage going up, as every pod
+// created in the namespace makes it, admits nothing new.
+func quotaMayAdmitMore(oldQuota, newQuota *corev1.ResourceQuota) bool {
+	if !equality.Semantic.DeepEqual(oldQuota.Spec, newQuota.Spec) || !equality.Semantic.DeepEqual(oldQuota.Status.Hard, newQuota.Status.Hard) {
+		return true
+	}
+	for name, before := range oldQuota.Status.Used {
+		after, ok := newQuota.Status.Used[name]
+		if !ok || after.Cmp(before) < 0 {
+			return true
+		}
+	}
+	return false
 }

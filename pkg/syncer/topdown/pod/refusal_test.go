@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -268,6 +269,33 @@ func TestIsRefusal(t *testing.T) {
 	} {
 		if got := isRefusal(tt.err); got != tt.want {
 			t.Errorf("isRefusal(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestQuotaMayAdmitMore(t *testing.T) {
+	quota := func(hard, used string) *corev1.ResourceQuota {
+		return &corev1.ResourceQuota{
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(hard)}},
+			Status: corev1.ResourceQuotaStatus{
+				Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(hard)},
+				Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(used)},
+			},
+		}
+	}
+	for _, tt := range []struct {
+		name     string
+		old, new *corev1.ResourceQuota
+		want     bool
+	}{
+		{"limit raised", quota("5", "5"), quota("6", "5"), true},
+		{"limit lowered", quota("5", "3"), quota("4", "3"), true},
+		{"a pod finished", quota("5", "5"), quota("5", "4"), true},
+		{"a pod created", quota("5", "4"), quota("5", "5"), false},
+		{"nothing", quota("5", "4"), quota("5", "4"), false},
+	} {
+		if got := quotaMayAdmitMore(tt.old, tt.new); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
