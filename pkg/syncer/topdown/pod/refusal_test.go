@@ -162,6 +162,12 @@ func TestPodSecurity(t *testing.T) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
 		}, want: []string{"non-default capabilities", "SYS_ADMIN"}},
 		{name: "plain pod at baseline", level: "baseline"},
+		{name: "hardened pod at restricted", level: "restricted", mutate: func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+		}},
 		{name: "plain pod at restricted", level: "restricted", want: []string{`"restricted:latest"`, "allowPrivilegeEscalation", "runAsNonRoot", "seccompProfile"}},
 		{name: "privileged without a label", mutate: func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
