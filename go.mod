@@ -20,6 +20,7 @@ require (
 	k8s.io/component-base v0.36.6
 	k8s.io/component-helpers v0.36.6
 	k8s.io/klog/v2 v2.140.0
+	k8s.io/pod-security-admission v0.36.6
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3
 	sigs.k8s.io/yaml v1.6.0

@@ -36,7 +36,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		ForeignPods:  ph.PodsWithoutIndexes(foreignPodScope()),
 		VirtualNodes: virtualNodes, VirtualPods: virtualPods,
 		PhysicalAnswers: e.physicalHealth.Answers, KubeletEndpoint: e.kubeletEndpoint,
-		Recorder: p.Recorder, Metrics: p.Metrics,
+		Recorder: p.Recorder, Metrics: p.Metrics, DrainTimeout: e.opts.DrainTimeout,
 	})
 	if err != nil {
 		return nil, err

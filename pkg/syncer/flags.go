@@ -25,6 +25,13 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	app.IntVar(fs, &o.NodeWorkers, "node-workers", 1, "Concurrent reconciles of the virtual node and node Lease controllers.")
 	fs.StringVar(&o.VirtualAPIServer, "virtual-apiserver-address", o.VirtualAPIServer,
 		"host:port at which pods in the physical cluster reach the virtual API server; sets their KUBERNETES_SERVICE_HOST/PORT.")
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout,
+		"How long a drained virtual node's pods are asked to leave through the eviction API (PodDisruptionBudgets may refuse) before they are deleted.")
+	fs.BoolVar(&o.SyncDaemonSetPods, "sync-daemonset-pods", o.SyncDaemonSetPods,
+		"Run the pods of DaemonSets placed on virtual nodes in the physical cluster (off: they stay Pending with a condition saying why).")
 	physical := fss.FlagSet(SectionPhysical)
 	app.PositiveFloat32Var(physical, &o.PhysicalQPS, "physical-kube-api-qps", "Queries per second to the physical cluster's API server.")
 	app.IntVar(physical, &o.PhysicalBurst, "physical-kube-api-burst", 1, "Burst of queries to the physical cluster's API server.")

@@ -40,6 +40,9 @@ const Component = "kubeocean-syncer"
 // syncCheckTimeout bounds the readiness check on informer sync.
 const syncCheckTimeout = time.Second
 
+// DefaultDrainTimeout is the drain timeout of Options.DrainTimeout 0.
+const DefaultDrainTimeout = 10 * time.Minute
+
 // Options configure a syncer beyond the shared process flags.
 type Options struct {
 	// BindingName is the ClusterBinding this syncer serves.
@@ -58,6 +61,14 @@ type Options struct {
 	PhysicalBurst int
 	// Kubelet configures the virtual nodes' kubelet API.
 	Kubelet KubeletOptions
+	// DrainTimeout is how long a drained virtual node's pods are asked to
+	// leave through the eviction API (PodDisruptionBudgets may refuse)
+	// before they are deleted; 0 is DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// SyncDaemonSetPods runs the pods of DaemonSets placed on virtual
+	// nodes in the physical cluster; off, they stay Pending with a
+	// condition saying why.
+	SyncDaemonSetPods bool
 }
 
 // clusterClients are the typed clients of one cluster: those of the
@@ -135,6 +146,9 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	}
 	if opts.NodeWorkers <= 0 {
 		opts.NodeWorkers = opts.Workers
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
 	}
 	logger := klog.FromContext(ctx).WithValues("clusterBinding", opts.BindingName)
 	ctx = klog.NewContext(ctx, logger)

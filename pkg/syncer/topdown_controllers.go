@@ -31,6 +31,12 @@ func physicalPVScope(owner ownership.Owner) informers.Scope {
 	return informers.Scope{LabelSelector: owner.Selector()}
 }
 
+// mountNamespaceScope selects the mount namespace itself, whose Pod
+// Security labels the pod controller reads.
+func mountNamespaceScope(mount string) informers.Scope {
+	return informers.Scope{FieldSelector: "metadata.name=" + mount}
+}
+
 // topDownControllers builds the virtual → physical controllers: pods and
 // the ConfigMaps, Secrets, PVCs and PVs they use.
 func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
@@ -63,6 +69,9 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes,
 		PhysicalPods: copies.Pods(), PhysicalSecrets: copies.Secrets(),
 		Dependents: deps, DependencyEvents: e.dependencyEvents(), Recorder: p.Recorder, Metrics: p.Metrics,
+		MountNamespaces:   ph.Kube(mountNamespaceScope(mount)).Core().V1().Namespaces(),
+		ResourceQuotas:    ph.Kube(informers.Scope{Namespace: mount}).Core().V1().ResourceQuotas(),
+		SyncDaemonSetPods: e.opts.SyncDaemonSetPods,
 	})
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"runtime/pprof"
 	"sync"
@@ -117,7 +118,7 @@ func StartSyncer(t *testing.T, virtualCluster, physicalCluster *controlplane.Clu
 		PhysOcean:    kubeoceanclient.NewForConfigOrDie(physicalCluster.Config()),
 	}
 	CreateNamespace(t, w.Virtual, "kubeocean-system")
-	CreateNamespace(t, w.Physical, w.Mount)
+	CreateMountNamespace(t, w.Physical, w.Mount)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kubeocean-system", Name: binding + "-kubeconfig"},
 		Data:       map[string][]byte{"kubeconfig": physicalCluster.Kubeconfig},
@@ -148,6 +149,24 @@ func StartSyncer(t *testing.T, virtualCluster, physicalCluster *controlplane.Clu
 func CreateNamespace(t *testing.T, kube kubernetes.Interface, name string) {
 	t.Helper()
 	_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// MountNamespaceLabels are the Pod Security labels of the shipped mount
+// namespace (manifests/rbac/physical/namespace.yaml).
+var MountNamespaceLabels = map[string]string{
+	"pod-security.kubernetes.io/enforce":         "baseline",
+	"pod-security.kubernetes.io/enforce-version": "latest",
+}
+
+// CreateMountNamespace creates a mount namespace in the physical cluster
+// labelled as the shipped one is.
+func CreateMountNamespace(t *testing.T, kube kubernetes.Interface, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: maps.Clone(MountNamespaceLabels)}}
+	_, err := kube.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}

@@ -23,6 +23,9 @@ const (
 	AllNamespaces
 	// MountNamespace: a namespaced resource in the binding's mount namespace.
 	MountNamespace
+	// TheMountNamespace: the mount namespace itself (resource namespaces,
+	// by name).
+	TheMountNamespace
 )
 
 // Access is a set of verbs on one resource.
@@ -31,8 +34,10 @@ type Access struct {
 	Resource    string
 	Subresource string
 	Scope       Scope
-	// Namespace is the mount namespace, filled in by MissingAccess.
+	// Namespace is the mount namespace, filled in by MissingAccess; Name
+	// too, for TheMountNamespace.
 	Namespace string
+	Name      string
 	Verbs     []string
 }
 
@@ -62,6 +67,10 @@ var SyncerAccess = []Access{
 	{Resource: "persistentvolumeclaims", Scope: MountNamespace, Verbs: managedVerbs},
 	// Events about policies (in the default namespace) and physical pods.
 	{Resource: "events", Scope: AllNamespaces, Verbs: []string{"create", "patch"}},
+	// The Pod Security level the mount namespace's labels enforce, and its
+	// quotas, whose changes retry the pods they refused.
+	{Resource: "namespaces", Scope: TheMountNamespace, Verbs: cachedVerbs},
+	{Resource: "resourcequotas", Scope: MountNamespace, Verbs: cachedVerbs},
 }
 
 // reviewConcurrency bounds the access reviews in flight per check.
@@ -79,8 +88,11 @@ func MissingAccess(ctx context.Context, client authorizationv1client.SelfSubject
 	}
 	var reviews []*review
 	for _, a := range SyncerAccess {
-		if a.Scope == MountNamespace {
+		switch a.Scope {
+		case MountNamespace:
 			a.Namespace = mountNamespace
+		case TheMountNamespace:
+			a.Name = mountNamespace
 		}
 		for _, verb := range a.Verbs {
 			reviews = append(reviews, &review{access: a, verb: verb})
@@ -123,7 +135,7 @@ func sameResource(a, b Access) bool {
 func allowed(ctx context.Context, client authorizationv1client.SelfSubjectAccessReviewsGetter, a Access, verb string) (bool, error) {
 	review := &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Group: a.Group, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace, Verb: verb,
+			Group: a.Group, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name, Verb: verb,
 		}},
 	}
 	result, err := client.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
@@ -158,6 +170,8 @@ func (a Access) describe() string {
 		name += " in all namespaces"
 	case MountNamespace:
 		name += " in namespace " + a.Namespace
+	case TheMountNamespace:
+		name += " named " + a.Name
 	}
 	return name
 }

@@ -185,6 +185,12 @@ func TestMissingAccessReviewsEveryVerb(t *testing.T) {
 			if namespaced && attributes.Namespace != "mount-a" {
 				t.Errorf("review in namespace %q, want mount-a", attributes.Namespace)
 			}
+			if attributes.Resource == "namespaces" && (attributes.Name != "mount-a" || namespaced) {
+				t.Errorf("namespaces review for %q in %q, want the mount namespace itself by name", attributes.Name, attributes.Namespace)
+			}
+			if attributes.Resource != "namespaces" && attributes.Name != "" {
+				t.Errorf("%s review names %q, want no name", attributes.Resource, attributes.Name)
+			}
 		}
 	}
 	if reviews != want {

@@ -7,6 +7,7 @@ package node
 
 import (
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -75,6 +76,11 @@ type Options struct {
 	// KubeletEndpoint, when set, gives each virtual node the kubelet
 	// endpoint the syncer serves for it; nil copies the physical node's.
 	KubeletEndpoint KubeletEndpointFunc
+	// DrainTimeout is how long a drain asks pods to leave through the
+	// eviction API, which PodDisruptionBudgets may refuse, counted from the
+	// deletion taint's timeAdded; after it the pods left are deleted. 0
+	// deletes them at once.
+	DrainTimeout time.Duration
 }
 
 // Controller reconciles physical node names into virtual nodes.
@@ -94,6 +100,7 @@ type Controller struct {
 	clock                  clock.WithTicker
 	physicalAnswers        func() bool
 	kubeletEndpoint        KubeletEndpointFunc
+	drainTimeout           time.Duration
 	// frozen are the nodes left as they are while a spec they depend on
 	// cannot be evaluated.
 	frozen *frozenNodes
@@ -125,6 +132,7 @@ func New(opts Options) (*Controller, error) {
 		clock:           opts.Clock,
 		physicalAnswers: opts.PhysicalAnswers,
 		kubeletEndpoint: opts.KubeletEndpoint,
+		drainTimeout:    opts.DrainTimeout,
 		frozen:          newFrozenNodes(),
 	}
 	c.Controller = controller.New(controller.Options[string]{

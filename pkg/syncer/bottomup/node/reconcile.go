@@ -33,7 +33,7 @@ func (c *Controller) sync(ctx context.Context, key string) (controller.Result, e
 	}
 	c.thaw(ctx, key)
 	if verdict.remove != "" {
-		return c.remove(ctx, c.virtualNodeName(key), verdict.remove)
+		return c.remove(ctx, c.virtualNodeName(key), verdict.remove, verdict.force)
 	}
 	return c.apply(ctx, in)
 }
@@ -44,6 +44,9 @@ type verdict struct {
 	// remove says why the physical node must not (any longer) have a
 	// virtual twin.
 	remove string
+	// force drains without the eviction API: the physical node is going,
+	// and its pods with it, whatever their disruption budgets say.
+	force bool
 	// freeze says why the node's fate cannot be evaluated now; it takes
 	// precedence over everything but an explicit deletion.
 	freeze string
@@ -78,7 +81,7 @@ func (c *Controller) inputs(key string) (nodeInputs, verdict, error) {
 	case err != nil:
 		return in, verdict{}, err
 	case physical.DeletionTimestamp != nil:
-		return in, verdict{remove: "the physical node is being deleted"}, nil
+		return in, verdict{remove: "the physical node is being deleted", force: true}, nil
 	case !selects(binding.Spec.NodeSelector, physical):
 		return in, verdict{remove: "the ClusterBinding's node selector no longer selects the physical node"}, nil
 	}

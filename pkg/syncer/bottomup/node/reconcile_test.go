@@ -249,7 +249,7 @@ func TestRelentNodeLosesDeletionTaint(t *testing.T) {
 	// Taint as a drain would, but keep a pod so the node is not deleted.
 	f.add(f.virtualPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p"}, Spec: corev1.PodSpec{NodeName: vnode},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
-	if _, err := f.c.remove(t.Context(), vnode, "test"); err != nil {
+	if _, err := f.c.remove(t.Context(), vnode, "test", false); err != nil {
 		t.Fatal(err)
 	}
 	f.refreshVirtualNodes()

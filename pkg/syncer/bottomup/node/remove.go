@@ -2,8 +2,10 @@ package node
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -13,10 +15,15 @@ import (
 )
 
 // remove drains and deletes a virtual node (spec bottomup-syncer.md §4.2):
-// taint it so nothing new lands, evict its pods, and delete it once none is
-// left. A pod that is terminating still counts: its physical twin may still
-// run.
-func (c *Controller) remove(ctx context.Context, name, reason string) (controller.Result, error) {
+// taint it so nothing new lands, ask its pods to leave, and delete it once
+// none is left. A pod that is terminating still counts: its physical twin
+// may still run.
+//
+// Pods are asked through the eviction API, so that PodDisruptionBudgets
+// hold them as they would on a drained node of any cluster, until the drain
+// timeout has passed since the deletion taint was added; then, or at once
+// when force is set (the physical node is being deleted), they are deleted.
+func (c *Controller) remove(ctx context.Context, name, reason string, force bool) (controller.Result, error) {
 	logger := klog.FromContext(ctx).WithValues("node", klog.KRef("", name))
 	node, err := c.virtualNodes.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -37,13 +44,18 @@ func (c *Controller) remove(ctx context.Context, name, reason string) (controlle
 		c.recorder.Eventf(node, corev1.EventTypeNormal, "Draining", "Removing the virtual node: %s", reason)
 	}
 
-	active, err := c.evictPods(ctx, name)
+	evictUntil := c.evictionDeadline(node, force)
+	active, err := c.evictPods(ctx, name, c.clock.Now().Before(evictUntil))
 	if err != nil {
 		return controller.Result{}, err
 	}
 	if active > 0 {
 		logger.V(2).Info("Waiting for pods to leave the virtual node", "pods", active)
-		return controller.RequeueAfter(drainRecheck), nil
+		recheck := drainRecheck
+		if left := evictUntil.Sub(c.clock.Now()); left > 0 && left < recheck {
+			recheck = left
+		}
+		return controller.RequeueAfter(recheck), nil
 	}
 
 	err = c.nodesClient.Nodes().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &node.UID}})
@@ -52,6 +64,18 @@ func (c *Controller) remove(ctx context.Context, name, reason string) (controlle
 	}
 	logger.Info("Deleted virtual node", "reason", reason)
 	return controller.Result{}, nil
+}
+
+// evictionDeadline is when the drain of node stops asking and deletes: the
+// drain timeout after the deletion taint was added. A taint without its
+// time cannot tell how long the drain has lasted: delete rather than wait
+// forever.
+func (c *Controller) evictionDeadline(node *corev1.Node, force bool) time.Time {
+	taint := findTaint(node.Spec.Taints, kubeoceanv1alpha1.TaintVirtualNodeDeleting)
+	if force || c.drainTimeout <= 0 || taint == nil || taint.TimeAdded == nil {
+		return time.Time{}
+	}
+	return taint.TimeAdded.Add(c.drainTimeout)
 }
 
 // taintDeleting adds the deletion taint, recording it as Kubeocean's so
@@ -70,13 +94,15 @@ func (c *Controller) taintDeleting(ctx context.Context, node *corev1.Node) (*cor
 	return c.nodesClient.Nodes().Update(ctx, updated, metav1.UpdateOptions{})
 }
 
-// evictPods deletes the pods still on the node and returns how many have
-// not finished leaving it.
-func (c *Controller) evictPods(ctx context.Context, node string) (int, error) {
+// evictPods asks the pods still on the node to leave, through the eviction
+// API when evict is set and by deleting them otherwise, and returns how
+// many have not finished leaving it.
+func (c *Controller) evictPods(ctx context.Context, node string, evict bool) (int, error) {
 	objs, err := c.virtualPods.ByIndex(byNodeName, node)
 	if err != nil {
 		return 0, err
 	}
+	logger := klog.FromContext(ctx)
 	active := 0
 	for _, obj := range objs {
 		pod := obj.(*corev1.Pod)
@@ -87,11 +113,39 @@ func (c *Controller) evictPods(ctx context.Context, node string) (int, error) {
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
+		if evict {
+			if err := c.evictPod(ctx, pod); err != nil {
+				return active, err
+			}
+			continue
+		}
 		err := c.podsClient.Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return active, err
 		}
-		klog.FromContext(ctx).Info("Evicted pod from a virtual node being removed", "pod", klog.KObj(pod))
+		logger.Info("Deleted pod from a virtual node being removed", "pod", klog.KObj(pod))
 	}
 	return active, nil
+}
+
+// evictPod asks the eviction API to remove pod. A refusal by a disruption
+// budget (429), or by more than one budget (500), is not an error: the pod
+// is asked again on the next look, until the drain timeout.
+func (c *Controller) evictPod(ctx context.Context, pod *corev1.Pod) error {
+	eviction := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+	}
+	err := c.podsClient.Pods(pod.Namespace).EvictV1(ctx, eviction)
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	switch {
+	case err == nil:
+		logger.Info("Evicted pod from a virtual node being removed")
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+	case apierrors.IsTooManyRequests(err), apierrors.IsInternalError(err):
+		logger.V(2).Info("Eviction refused; asking again later", "err", err)
+	default:
+		return err
+	}
+	return nil
 }

@@ -116,6 +116,18 @@ type Options struct {
 	Metrics *controller.Metrics
 	// Clock drives token refreshes and the queue's delays; default real.
 	Clock clock.WithTicker
+
+	// MountNamespaces: the physical mount namespace (a field selector on
+	// its name will do). Its Pod Security labels say which pods may be
+	// created there, and a change of them retries the pods refused.
+	// Optional: without it no pod is judged before it is sent.
+	MountNamespaces corev1informers.NamespaceInformer
+	// ResourceQuotas: the quotas of the mount namespace; a change of one
+	// retries the pods refused. Optional.
+	ResourceQuotas corev1informers.ResourceQuotaInformer
+	// SyncDaemonSetPods lets pods of DaemonSets run on virtual nodes. Off,
+	// they stay Pending with ConditionPhysicalPodCreated False.
+	SyncDaemonSetPods bool
 }
 
 // Controller reconciles virtual pods, keyed by namespace/name.
@@ -139,6 +151,13 @@ type Controller struct {
 	clock           clock.WithTicker
 	created         createdPods
 	waiters         *waiters
+
+	// mountNamespaces reads the mount namespace's labels; nil when not
+	// given.
+	mountNamespaces   corev1listers.NamespaceLister
+	podSecurity       *podSecurity
+	refusals          *refusals
+	syncDaemonSetPods bool
 }
 
 // New builds the controller and registers its event handlers and index; it
@@ -150,6 +169,10 @@ func New(opts Options) (*Controller, error) {
 	apiServer, err := parseAPIServer(opts.VirtualAPIServer)
 	if err != nil {
 		return nil, fmt.Errorf("topdown pod: VirtualAPIServer: %w", err)
+	}
+	podSecurity, err := newPodSecurity()
+	if err != nil {
+		return nil, fmt.Errorf("topdown pod: %w", err)
 	}
 	c := &Controller{
 		clusterID:       opts.ClusterID,
@@ -167,21 +190,33 @@ func New(opts Options) (*Controller, error) {
 		recorder:        opts.Recorder,
 		clock:           opts.Clock,
 		waiters:         newWaiters(),
+
+		podSecurity:       podSecurity,
+		refusals:          newRefusals(),
+		syncDaemonSetPods: opts.SyncDaemonSetPods,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
+	}
+	synced := []cache.InformerSynced{
+		opts.VirtualPods.Informer().HasSynced, opts.VirtualNodes.Informer().HasSynced,
+		opts.PhysicalPods.Informer().HasSynced, opts.PhysicalSecrets.Informer().HasSynced,
+	}
+	if opts.MountNamespaces != nil {
+		c.mountNamespaces = opts.MountNamespaces.Lister()
+		synced = append(synced, opts.MountNamespaces.Informer().HasSynced)
+	}
+	if opts.ResourceQuotas != nil {
+		synced = append(synced, opts.ResourceQuotas.Informer().HasSynced)
 	}
 	c.Controller = controller.New(controller.Options[cache.ObjectName]{
 		Name:      Name,
 		Reconcile: c.reconcile,
 		// Physical pods are created and deleted from what these caches
 		// say: never before all of them have synced.
-		HasSynced: []cache.InformerSynced{
-			opts.VirtualPods.Informer().HasSynced, opts.VirtualNodes.Informer().HasSynced,
-			opts.PhysicalPods.Informer().HasSynced, opts.PhysicalSecrets.Informer().HasSynced,
-		},
-		Metrics: opts.Metrics,
-		Clock:   c.clock,
+		HasSynced: synced,
+		Metrics:   opts.Metrics,
+		Clock:     c.clock,
 	})
 	return c, c.registerHandlers(opts)
 }
@@ -273,7 +308,7 @@ func (c *Controller) registerHandlers(opts Options) error {
 			return fmt.Errorf("topdown pod: registering %s handler: %w", h.what, err)
 		}
 	}
-	return nil
+	return c.registerRefusalHandlers(opts)
 }
 
 func podNodeName(obj any) ([]string, error) {

@@ -19,6 +19,14 @@ import (
 // token Secret made, and the pod created.
 func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping, physicalNode string) (controller.Result, error) {
 	logger := klog.FromContext(ctx)
+	if isDaemonSetPod(virtual) && !c.syncDaemonSetPods {
+		// Not remembered: the check costs nothing and writes only a
+		// change.
+		return c.refuse(ctx, virtual, ReasonDaemonSetPodNotSynced, daemonSetPodMessage, false)
+	}
+	if message := c.podSecurityViolation(virtual, m, physicalNode); message != "" {
+		return c.refuse(ctx, virtual, ReasonPodSecurityViolation, message, true)
+	}
 	if !m.recorded {
 		recorded, err := c.recordMapping(ctx, virtual, m)
 		if err != nil || recorded == nil {
@@ -49,21 +57,43 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return c.checkNameTaken(ctx, virtual, m)
-	case apierrors.IsInvalid(err):
-		// The spec will not pass until the virtual pod or the physical
-		// cluster changes; the user must see why.
-		c.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonPhysicalPodRejected, "The physical cluster rejected the pod: %v", err)
-		return controller.Result{}, controller.Terminal(fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, err))
-	case apierrors.IsForbidden(err):
-		// Quota or policy of the physical cluster: may pass later.
-		c.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonPhysicalPodRejected, "The physical cluster refused the pod: %v", err)
-		return controller.Result{}, fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, err)
+	case isRefusal(err):
+		// Admission, quota or validation: the same pod meets the same
+		// answer until it, the mount namespace's labels or its quotas
+		// change, each of which brings it back.
+		return c.refuse(ctx, virtual, ReasonPhysicalPodRejected, "The physical cluster refused the pod: "+err.Error(), true)
 	case err != nil:
 		return controller.Result{}, fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, err)
 	}
 	c.created.expect(controller.ObjectKey(virtual), virtual.UID, c.clock.Now())
 	logger.V(2).Info("Created physical pod", "physicalPod", klog.KObj(created), "physicalNode", physicalNode)
 	return controller.Result{}, nil
+}
+
+// podSecurityViolation tells how the physical pod of virtual would break
+// the Pod Security level the mount namespace enforces; "" when it would not
+// or the level is not known (the namespace not cached: the create then
+// meets the physical cluster's own verdict).
+func (c *Controller) podSecurityViolation(virtual *corev1.Pod, m mapping, physicalNode string) string {
+	if c.mountNamespaces == nil {
+		return ""
+	}
+	namespace, err := c.mountNamespaces.Get(c.mountNamespace)
+	if err != nil {
+		return ""
+	}
+	// The checks read the spec and annotations, not the names of the
+	// copies, which are not resolved yet.
+	pod := physicalPod(virtual, translation{
+		mountNamespace: c.mountNamespace,
+		owner:          c.owner,
+		physicalName:   m.name,
+		physicalNode:   physicalNode,
+		names:          dependencyNames{namespace: virtual.Namespace},
+		plan:           planIdentity(virtual),
+		apiServer:      c.apiServer,
+	})
+	return c.podSecurity.violation(enforced(namespace.Labels), pod)
 }
 
 // recordMapping writes the physical pod's namespace and name on the virtual

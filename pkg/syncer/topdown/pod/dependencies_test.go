@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -124,20 +123,5 @@ func TestDependencyTransientError(t *testing.T) {
 	assertWrites(t, f)
 	if events := f.events(); len(events) != 0 {
 		t.Errorf("events = %v, want none", events)
-	}
-}
-
-// A spec the physical cluster rejects stops retries until the pod
-// changes, with an event saying why.
-func TestPhysicalPodRejected(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
-	f.react(f.physicalKube, "create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, invalidPod()
-	})
-	if _, err := f.reconcile(); !controller.IsTerminal(err) {
-		t.Fatalf("error = %v, want a terminal one", err)
-	}
-	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+ReasonPhysicalPodRejected) {
-		t.Errorf("events = %v, want one Warning %s", events, ReasonPhysicalPodRejected)
 	}
 }

@@ -151,6 +151,10 @@ type seed struct {
 	physicalSecrets           []*corev1.Secret
 	nodes                     []*corev1.Node
 	apiServer                 string
+	// mountNamespace, when set, is the cached mount namespace, whose Pod
+	// Security labels the controller reads.
+	mountNamespace    *corev1.Namespace
+	syncDaemonSetPods bool
 }
 
 func newFixture(t *testing.T, s seed) *fixture {
@@ -193,6 +197,8 @@ func newFixture(t *testing.T, s seed) *fixture {
 		VirtualPods: virtual.Pods(), VirtualNodes: virtual.Nodes(),
 		PhysicalPods: physical.Pods(), PhysicalSecrets: physical.Secrets(),
 		Dependents: f.dependents, Recorder: f.recorder, Clock: f.clock,
+		MountNamespaces: physical.Namespaces(), ResourceQuotas: physical.ResourceQuotas(),
+		SyncDaemonSetPods: s.syncDaemonSetPods,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +207,10 @@ func newFixture(t *testing.T, s seed) *fixture {
 	f.indexers = map[string]cache.Indexer{
 		"virtualPods": virtual.Pods().Informer().GetIndexer(), "nodes": virtual.Nodes().Informer().GetIndexer(),
 		"physicalPods": physical.Pods().Informer().GetIndexer(), "secrets": physical.Secrets().Informer().GetIndexer(),
+		"namespaces": physical.Namespaces().Informer().GetIndexer(),
+	}
+	if s.mountNamespace != nil {
+		f.cache("namespaces", s.mountNamespace)
 	}
 	nodes := s.nodes
 	if nodes == nil {

@@ -70,6 +70,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 	virtual, err := c.virtualPods.Pods(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.waiters.set(key, nil)
+		c.refusals.forget(key)
 		return controller.Result{}, c.cleanUpAfter(ctx, key)
 	}
 	if err != nil {
@@ -124,6 +125,12 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 		logger.V(4).Info("Created physical pod is not in the cache yet; waiting for its event")
 		return controller.RequeueAfter(wait), nil
 	}
+	if c.refusals.holds(key, virtual) {
+		// Sent again as it is, it would be refused again: wait for a
+		// change of the pod, or of the mount namespace or its quotas.
+		logger.V(4).Info("Physical pod was refused and nothing changed since; not trying again")
+		return controller.Result{}, nil
+	}
 	return c.create(ctx, virtual, m, physicalNode)
 }
 
@@ -157,6 +164,9 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 		logger.V(2).Info("Updated physical pod from the virtual pod")
 	}
 	if _, err := c.setDependenciesReady(ctx, virtual, corev1.ConditionTrue, ReasonDependenciesReady, ""); err != nil {
+		return controller.Result{}, err
+	}
+	if _, err := c.setPhysicalPodCreated(ctx, virtual, corev1.ConditionTrue, ReasonPhysicalPodCreated, ""); err != nil {
 		return controller.Result{}, err
 	}
 	if physical.Status.Phase == corev1.PodSucceeded || physical.Status.Phase == corev1.PodFailed {

@@ -1,0 +1,231 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// ConditionPhysicalPodCreated on a virtual pod tells whether its physical
+// pod could be created. It is written False, with the reason and the
+// physical cluster's own words, when the pod is not created (refused by
+// the physical apiserver, breaking the mount namespace's Pod Security
+// level, or a DaemonSet's pod), and True once the pod is created after
+// that; the usual pod never gets it.
+const ConditionPhysicalPodCreated corev1.PodConditionType = "kubeocean.io/PhysicalPodCreated"
+
+// Reasons of ConditionPhysicalPodCreated and of the events that go with it.
+const (
+	// ReasonPodSecurityViolation: the physical pod would break the Pod
+	// Security level the mount namespace enforces; it is not sent.
+	ReasonPodSecurityViolation = "PodSecurityViolation"
+	// ReasonDaemonSetPodNotSynced: the pod belongs to a DaemonSet, whose
+	// pods the syncer does not run (see Options.SyncDaemonSetPods).
+	ReasonDaemonSetPodNotSynced = "DaemonSetPodNotSynced"
+	// ReasonPhysicalPodCreated: created after an earlier refusal.
+	ReasonPhysicalPodCreated = "PhysicalPodCreated"
+)
+
+// daemonSetPodMessage is the condition message of a DaemonSet's pod.
+const daemonSetPodMessage = "Pods of DaemonSets are not run on virtual nodes (the syncer's --sync-daemonset-pods is off); " +
+	"keep the DaemonSet off virtual nodes: do not tolerate the kubeocean.io/vnode taint, or require nodes without the label kubeocean.io/managed-by=kubeocean"
+
+// isDaemonSetPod tells a pod whose controller is a DaemonSet.
+func isDaemonSetPod(pod *corev1.Pod) bool {
+	owner := metav1.GetControllerOf(pod)
+	return owner != nil && owner.Kind == "DaemonSet" && strings.HasPrefix(owner.APIVersion, "apps/")
+}
+
+// isRefusal tells a create error that is the physical cluster's verdict on
+// the pod itself (admission, quota, validation, a terminating namespace),
+// which the same pod meets again until something changes, from errors
+// worth retrying with backoff: the syncer's own authorization and the
+// transient ones.
+func isRefusal(err error) bool {
+	switch {
+	case apierrors.IsInvalid(err):
+		return true
+	case apierrors.IsForbidden(err):
+		// The authorizer's refusal names the user; that is the syncer's
+		// RBAC, not the pod, and is fixed without any event we watch.
+		return !strings.Contains(err.Error(), " cannot create resource ")
+	}
+	return false
+}
+
+// refusals remembers the virtual pods whose physical pod was refused, with
+// the version of the pod that was refused, so that the same pod is not
+// sent again: only a change of the pod or a wake-up (the mount namespace's
+// labels or its quotas changed) lets it through. It lives in memory: after
+// a restart each refused pod is tried once more.
+type refusals struct {
+	mu   sync.Mutex
+	pods map[cache.ObjectName]podVersion
+}
+
+// podVersion is what of a virtual pod a refusal depends on: its spec
+// (generation), labels and annotations, save those Kubeocean writes.
+type podVersion struct {
+	uid        types.UID
+	generation int64
+	metadata   uint64
+}
+
+func versionOf(pod *corev1.Pod) podVersion {
+	h := fnv.New64a()
+	write := func(m map[string]string, skipOurs bool) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if skipOurs && strings.HasPrefix(k, kubeoceanv1alpha1.GroupName+"/") {
+				continue
+			}
+			fmt.Fprintf(h, "%s=%s\x00", k, m[k])
+		}
+		h.Write([]byte{0xff})
+	}
+	write(pod.Labels, false)
+	write(pod.Annotations, true)
+	return podVersion{uid: pod.UID, generation: pod.Generation, metadata: h.Sum64()}
+}
+
+func newRefusals() *refusals { return &refusals{pods: map[cache.ObjectName]podVersion{}} }
+
+func (r *refusals) remember(key cache.ObjectName, pod *corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pods[key] = versionOf(pod)
+}
+
+// holds tells whether this version of the pod was refused and nothing has
+// changed since.
+func (r *refusals) holds(key cache.ObjectName, pod *corev1.Pod) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	refused, ok := r.pods[key]
+	return ok && refused == versionOf(pod)
+}
+
+func (r *refusals) forget(key cache.ObjectName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.pods, key)
+}
+
+// releaseAll forgets every refusal and returns the pods, to be tried again.
+func (r *refusals) releaseAll() []cache.ObjectName {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := slices.Collect(maps.Keys(r.pods))
+	clear(r.pods)
+	return keys
+}
+
+// refuse shows on the virtual pod why its physical pod is not created:
+// ConditionPhysicalPodCreated False and one event, both only when they
+// change. remember keeps the pod from being sent again as it is.
+func (c *Controller) refuse(ctx context.Context, virtual *corev1.Pod, reason, message string, remember bool) (controller.Result, error) {
+	key := controller.ObjectKey(virtual)
+	changed, err := c.setPhysicalPodCreated(ctx, virtual, corev1.ConditionFalse, reason, message)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if changed {
+		c.recorder.Event(virtual, corev1.EventTypeWarning, reason, message)
+		klog.FromContext(ctx).Info("Physical pod not created", "reason", reason, "message", message)
+	}
+	if remember {
+		c.refusals.remember(key, virtual)
+	}
+	return controller.Result{}, nil
+}
+
+// setPhysicalPodCreated writes ConditionPhysicalPodCreated when it
+// changes; True only over a False. changed tells whether it was written.
+func (c *Controller) setPhysicalPodCreated(ctx context.Context, virtual *corev1.Pod, status corev1.ConditionStatus, reason, message string) (bool, error) {
+	existing := findCondition(virtual.Status.Conditions, ConditionPhysicalPodCreated)
+	if existing == nil && status == corev1.ConditionTrue {
+		return false, nil
+	}
+	if existing != nil && existing.Status == status && existing.Reason == reason && existing.Message == message {
+		return false, nil
+	}
+	updated := virtual.DeepCopy()
+	condition := findCondition(updated.Status.Conditions, ConditionPhysicalPodCreated)
+	if condition == nil {
+		updated.Status.Conditions = append(updated.Status.Conditions, corev1.PodCondition{Type: ConditionPhysicalPodCreated})
+		condition = &updated.Status.Conditions[len(updated.Status.Conditions)-1]
+	}
+	if condition.Status != status {
+		condition.LastTransitionTime = metav1.NewTime(c.clock.Now())
+	}
+	condition.Status, condition.Reason, condition.Message = status, reason, message
+	_, err := c.virtualClient.Pods(virtual.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("setting %s=%s on virtual pod %s/%s: %w", ConditionPhysicalPodCreated, status, virtual.Namespace, virtual.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Set physical pod created condition", "status", status, "reason", reason)
+	return true, nil
+}
+
+// wakeRefused brings back every refused pod: what refused them may have
+// changed.
+func (c *Controller) wakeRefused() []cache.ObjectName { return c.refusals.releaseAll() }
+
+// registerRefusalHandlers wakes the refused pods when the mount namespace's
+// labels change (its Pod Security level) or a quota in it changes.
+func (c *Controller) registerRefusalHandlers(opts Options) error {
+	if opts.MountNamespaces != nil {
+		h := controller.Handler[*corev1.Namespace, cache.ObjectName]{
+			Enqueue: c.Enqueue, Keys: func(*corev1.Namespace) []cache.ObjectName { return c.wakeRefused() },
+			Filter:  func(ns *corev1.Namespace) bool { return ns.Name == c.mountNamespace },
+			Changed: func(oldNS, newNS *corev1.Namespace) bool { return !maps.Equal(oldNS.Labels, newNS.Labels) },
+		}
+		if err := c.Watch(opts.MountNamespaces.Informer(), h); err != nil {
+			return fmt.Errorf("topdown pod: registering mount namespace handler: %w", err)
+		}
+	}
+	if opts.ResourceQuotas != nil {
+		h := controller.Handler[*corev1.ResourceQuota, cache.ObjectName]{
+			Enqueue: c.Enqueue, Keys: func(*corev1.ResourceQuota) []cache.ObjectName { return c.wakeRefused() },
+			Filter:  func(q *corev1.ResourceQuota) bool { return q.Namespace == c.mountNamespace },
+			Changed: quotaMayAdmitMore,
+		}
+		if err := c.Watch(opts.ResourceQuotas.Informer(), h); err != nil {
+			return fmt.Errorf("topdown pod: registering resource quota handler: %w", err)
+		}
+	}
+	return nil
+}
+
+// quotaMayAdmitMore tells a quota change after which a pod it refused may
+// pass: a limit changed, or usage went down. Usage going up, as every pod
+// created in the namespace makes it, admits nothing new.
+func quotaMayAdmitMore(oldQuota, newQuota *corev1.ResourceQuota) bool {
+	if !equality.Semantic.DeepEqual(oldQuota.Spec, newQuota.Spec) || !equality.Semantic.DeepEqual(oldQuota.Status.Hard, newQuota.Status.Hard) {
+		return true
+	}
+	for name, before := range oldQuota.Status.Used {
+		after, ok := newQuota.Status.Used[name]
+		if !ok || after.Cmp(before) < 0 {
+			return true
+		}
+	}
+	return false
+}
