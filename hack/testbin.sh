@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries the integration and end-to-end tests run
-# (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok) from the
+# (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, helm) from the
 # pinned tools modules under hack/tools, into a cache outside the repository.
 #
 # Works from a cold machine: every module it reads is downloaded first (an
@@ -20,6 +20,9 @@ tools="$root/hack/tools"
 kube_version=v1.36.3
 version_pkg=k8s.io/component-base/version
 kube_ldflags="-X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=36 -X $version_pkg.gitTreeState=clean"
+# helm reports this version (helm version, .Capabilities.HelmVersion); keep it
+# in step with the pin in hack/tools/helm/go.mod.
+helm_ldflags="-X helm.sh/helm/v3/internal/version.version=v3.22.0"
 # Stage files kwok needs beside it, relative to kustomize/stage in its module.
 kwok_stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
   pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml)
@@ -38,7 +41,8 @@ recipe() {
     "kube k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager $kube_ldflags" \
     "kube k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler $kube_ldflags" \
     "kube k8s.io/kubernetes/cmd/kubectl kubectl $kube_ldflags" \
-    "kwok sigs.k8s.io/kwok/cmd/kwok kwok"
+    "kwok sigs.k8s.io/kwok/cmd/kwok kwok" \
+    "helm helm.sh/helm/v3/cmd/helm helm $helm_ldflags"
 }
 
 # object_key names one binary's build: its tools module's pins and its recipe line.
@@ -81,7 +85,7 @@ copy_kwok_stages() {
   touch "$stages/.done"
 }
 
-set_key=$({ recipe; printf '%s\n' "${kwok_stages[@]}"; for m in kube kwok; do cat "$tools/$m/go.mod" "$tools/$m/go.sum"; done; } | hash)
+set_key=$({ recipe; printf '%s\n' "${kwok_stages[@]}"; for m in kube kwok helm; do cat "$tools/$m/go.mod" "$tools/$m/go.sum"; done; } | hash)
 dir="$cache_root/$set_key"
 mkdir -p "$dir" "$objects"
 # One builder at a time per cache: parallel test runs wait instead of racing
