@@ -34,7 +34,7 @@ func main() {
 	files, err := render(filepath.Join(*root, "manifests"))
 	if err == nil {
 		err = checkDefaults(filepath.Join(*root, "manifests", "charts"), virtualChart, []string{
-			"manager.image.repository", "syncer.image.repository", "manager.resources", "syncer.resources"})
+			"manager.image.repository", "syncer.image.repository"})
 	}
 	if err == nil {
 		err = checkDefaults(filepath.Join(*root, "manifests", "charts"), physicalChart, []string{"mountNamespace.name"})

@@ -29,18 +29,21 @@ func TestSubstitutePodSecurity(t *testing.T) {
 
 func TestReplaceResources(t *testing.T) {
 	in := "      containers:\n      - name: x\n        resources:\n          requests:\n            cpu: 1\n\n          limits: {}\n        securityContext: {}\n"
-	got, err := replaceResources(in, ".Values.x.resources")
+	got, err := replaceResources(in, ".Values.x.resources", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "      containers:\n      - name: x\n        resources: {{- toYaml .Values.x.resources | nindent 10 }}\n        securityContext: {}\n"
+	want := "      containers:\n      - name: x\n" +
+		"        {{- with .Values.x.resources }}\n" +
+		"        resources: {{- toYaml . | nindent 14 }}\n" +
+		"        {{- else }}\n" +
+		"        resources:\n          requests:\n            cpu: 1\n\n          limits: {}\n" +
+		"        {{- end }}\n" +
+		"        securityContext: {}\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if defaults["x.resources"] == nil {
-		t.Error("the manifest's resources were not recorded as the default")
-	}
-	if _, err := replaceResources("a: 1\n", ".Values.x"); err == nil {
+	if _, err := replaceResources("a: 1\n", ".Values.x", 0); err == nil {
 		t.Error("no resources block: want an error")
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // templateAction is a Go template action already in a manifest, such as the
@@ -54,13 +52,14 @@ func substituteManager(text string) (string, error) {
 		return "", fmt.Errorf("want one serviceAccountName in the pod spec")
 	}
 	text = serviceAccountField.ReplaceAllString(text, "${0}\n{{- with .Values.priorityClass.name }}\n${1}priorityClassName: {{ . }}\n{{- end }}")
-	return replaceResources(text, ".Values.manager.resources")
+	return replaceResources(text, ".Values.manager.resources", 0)
 }
 
-// replaceResources replaces the one resources block of text by the value
-// and records the manifest's block as the value's expected default.
-func replaceResources(text, value string) (string, error) {
-	var block []string
+// replaceResources makes the one resources block of text a value: when it
+// is set, its YAML replaces the block; when empty, the block stays as the
+// manifest writes it (the syncer template is text, whose keys toYaml would
+// reorder). extraIndent is what the caller indents text by afterwards.
+func replaceResources(text, value string, extraIndent int) (string, error) {
 	lines := strings.Split(text, "\n")
 	var out []string
 	replaced := 0
@@ -71,24 +70,19 @@ func replaceResources(text, value string) (string, error) {
 			continue
 		}
 		indent := len(m[1])
-		out = append(out, fmt.Sprintf("%sresources: {{- toYaml %s | nindent %d }}", m[1], value, indent+2))
-		replaced++
-		block = append(block, strings.TrimPrefix(lines[i], m[1]))
+		out = append(out, fmt.Sprintf("%s{{- with %s }}", m[1], value),
+			fmt.Sprintf("%sresources: {{- toYaml . | nindent %d }}", m[1], indent+extraIndent+2),
+			m[1]+"{{- else }}", lines[i])
 		for i+1 < len(lines) && indentOf(lines[i+1]) > indent {
 			i++
-			block = append(block, strings.TrimPrefix(lines[i], m[1]))
+			out = append(out, lines[i])
 		}
+		out = append(out, m[1]+"{{- end }}")
+		replaced++
 	}
 	if replaced != 1 {
 		return "", fmt.Errorf("want one resources block, found %d", replaced)
 	}
-	var parsed struct {
-		Resources any `json:"resources"`
-	}
-	if err := yaml.Unmarshal([]byte(strings.Join(block, "\n")), &parsed); err != nil {
-		return "", fmt.Errorf("resources: %w", err)
-	}
-	expectDefault(strings.TrimPrefix(value, ".Values."), parsed.Resources)
 	return strings.Join(out, "\n"), nil
 }
 
@@ -130,7 +124,7 @@ func configMapTemplate(dir string, gen configMapGenerator, namespace string) (st
 		}
 		text := escapeTemplates(string(data))
 		if strings.HasPrefix(filepath.Base(f), "deployment") {
-			if text, err = replaceResources(text, ".Values.syncer.resources"); err != nil {
+			if text, err = replaceResources(text, ".Values.syncer.resources", 4); err != nil {
 				return "", fmt.Errorf("%s: %w", f, err)
 			}
 		}
