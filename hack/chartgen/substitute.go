@@ -140,11 +140,21 @@ func configMapTemplate(dir string, gen configMapGenerator, namespace string) (st
 	return b.String(), nil
 }
 
-// mountNamespaceRef is the mount namespace as an object's name or namespace.
-var mountNamespaceRef = regexp.MustCompile(`(?m)^(\s*(?:- )?(?:name|namespace):\s+)` + regexp.QuoteMeta(mountNamespace) + `\s*$`)
+// mountNamespaceRef is the mount namespace as a whole YAML value: a name,
+// a namespace, an item of resourceNames.
+var mountNamespaceRef = regexp.MustCompile(`(^|[^a-z0-9.-])` + regexp.QuoteMeta(mountNamespace) + `([^a-z0-9.-]|$)`)
 
+// substituteMountNamespace replaces the mount namespace everywhere but in
+// comments.
 func substituteMountNamespace(text string) string {
-	return mountNamespaceRef.ReplaceAllString(text, "${1}{{ .Values.mountNamespace.name }}")
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		lines[i] = mountNamespaceRef.ReplaceAllString(line, "${1}{{ .Values.mountNamespace.name }}${2}")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // podSecurityLabel is one Pod Security admission label of a namespace.
