@@ -20,12 +20,17 @@ tools="$root/hack/tools"
 kube_version=v1.36.3
 version_pkg=k8s.io/component-base/version
 kube_ldflags="-X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=36 -X $version_pkg.gitTreeState=clean"
-# helm reports this version (helm version, .Capabilities.HelmVersion) and, as
-# its release builds do, the Kubernetes minor of its client-go as the
-# default .Capabilities.KubeVersion of `helm template` (else v1.20, which
-# fails the charts' kubeVersion); keep both in step with hack/tools/helm/go.mod.
+# helm reports its pinned version (helm version, .Capabilities.HelmVersion)
+# and, as its release builds do, the Kubernetes minor of its client-go as the
+# default .Capabilities.KubeVersion of `helm template` (else v1.20, which the
+# charts' kubeVersion refuses); both are read from hack/tools/helm/go.mod.
+helm_version=$(awk '$1 == "helm.sh/helm/v3" {print $2}' "$tools/helm/go.mod")
+helm_kube_minor=$(awk '$1 == "k8s.io/client-go" {split($2, v, "."); print v[2]}' "$tools/helm/go.mod")
 helm_pkg=helm.sh/helm/v3/pkg
-helm_ldflags="-X helm.sh/helm/v3/internal/version.version=v3.22.0 -X $helm_pkg/chartutil.k8sVersionMajor=1 -X $helm_pkg/chartutil.k8sVersionMinor=37 -X $helm_pkg/lint/rules.k8sVersionMajor=1 -X $helm_pkg/lint/rules.k8sVersionMinor=37"
+helm_ldflags="-X helm.sh/helm/v3/internal/version.version=$helm_version"
+for p in chartutil lint/rules; do
+  helm_ldflags+=" -X $helm_pkg/$p.k8sVersionMajor=1 -X $helm_pkg/$p.k8sVersionMinor=$helm_kube_minor"
+done
 # Stage files kwok needs beside it, relative to kustomize/stage in its module.
 kwok_stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
   pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml)

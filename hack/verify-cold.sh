@@ -41,6 +41,7 @@ start=$SECONDS
 step build go build ./...
 step codegen hack/verify-codegen.sh
 step crds hack/verify-crds.sh
+step charts hack/verify-charts.sh
 step testbin hack/testbin.sh
 dir=$(tail -1 "$scratch/testbin.log")
 for bin in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm; do
