@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,12 +15,15 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/kubeocean/kubeocean/test/controlplane"
+	"github.com/kubeocean/kubeocean/test/stack"
 )
 
 // TestInstall installs both charts with helm into the virtual and the
 // physical control plane and checks that every object of each release is
 // there as rendered, CRDs included; then switches the virtual release to
-// in-process mode and back, which must add and remove the RBAC of each mode.
+// in-process mode, which must add and remove the RBAC of each mode, and
+// runs the demo's sample application through a manager with nothing but
+// what the charts installed.
 func TestInstall(t *testing.T) {
 	install := func(t *testing.T, c *controlplane.Cluster, release, chart string, args ...string) objects {
 		t.Helper()
@@ -73,9 +77,42 @@ func TestInstall(t *testing.T) {
 			t.Error("in-process mode kept every object of deployment mode")
 		}
 	})
-	t.Run("virtual, back to deployment mode", func(t *testing.T) {
-		checkLive(t, virtual, install(t, virtual, "kubeocean", virtualChart))
+	t.Run("sample app runs", func(t *testing.T) {
+		sampleAppRuns(t)
 	})
+}
+
+// sampleAppRuns is the demo on the charts' objects: the manager runs as
+// its ServiceAccount with the arguments of the in-process mode, the
+// physical cluster is bound with the token of the chart's syncer identity,
+// and the sample application must reach Running on virtual nodes.
+func sampleAppRuns(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	step("physical nodes", world.CreateNodes(ctx, []string{"worker-a", "worker-b", "worker-c"}, map[string]string{stack.LendableLabel: "true"}))
+	kubeconfig, err := world.VirtualKubeconfig(ctx, stack.SystemNamespace, stack.ManagerAccount)
+	step("manager kubeconfig", err)
+	manager, err := world.StartBinary("kubeocean-manager", managerBin, kubeconfig,
+		"--syncer-mode=in-process", "--leader-elect", "--leader-elect-resource-namespace="+stack.SystemNamespace)
+	step("starting the manager", err)
+	defer func() {
+		if t.Failed() {
+			t.Logf("manager log:\n%s", manager.Tail(40))
+		}
+	}()
+	physicalKubeconfig, err := world.PhysicalSyncerKubeconfig(ctx)
+	step("the syncer's kubeconfig from the chart's token Secret", err)
+	step("binding", world.Bind(ctx, physicalKubeconfig))
+	step("binding Ready", world.WaitBindingCondition(ctx, "Ready", metav1.ConditionTrue))
+	step("virtual nodes Ready", world.WaitVirtualNodesReady(ctx, 3))
+	step("deploying the sample app", world.DeployApp(ctx))
+	step("sample app Running", world.WaitAppRunning(ctx))
 }
 
 func (o objects) only(kind string) objects {

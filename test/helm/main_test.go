@@ -2,7 +2,9 @@
 // built from its Go module by hack/testbin.sh: with their defaults the
 // charts render exactly the objects of the plain manifests (which the RBAC
 // audit of test/e2e runs on), the values change what they should, and both
-// charts install into real virtual and physical control planes.
+// charts install into real virtual and physical control planes, where the
+// demo's sample application then runs through a manager installed by the
+// chart's RBAC.
 package helm
 
 import (
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeocean/kubeocean/test/controlplane"
+	"github.com/kubeocean/kubeocean/test/stack"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -30,9 +33,13 @@ const (
 )
 
 var (
-	// virtual and physical are bare control planes (etcd and
-	// kube-apiserver): the charts install into them.
+	// world is the demo's pair of clusters (virtual: controller-manager and
+	// scheduler; physical: controller-manager and kwok), nothing installed;
+	// virtual and physical are its clusters.
+	world             *stack.Stack
 	virtual, physical *controlplane.Cluster
+	// managerBin is kubeocean-manager, built once.
+	managerBin string
 	// helmBin is the helm of hack/testbin.sh, helmHome its config and cache.
 	helmBin, helmHome string
 )
@@ -61,12 +68,18 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(helmHome)
-	clusters, err := controlplane.StartParallel(ctx, controlplane.Options{Name: "virtual"}, controlplane.Options{Name: "physical"})
-	if err != nil {
+	managerBin = filepath.Join(helmHome, "kubeocean-manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", managerBin, "./cmd/kubeocean-manager")
+	build.Dir = testenv.RepoPath(".")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building kubeocean-manager: %v: %s\n", err, out)
+		return 1
+	}
+	if world, err = stack.Start(ctx, stack.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	virtual, physical = clusters[0], clusters[1]
+	virtual, physical = world.Virtual, world.Physical
 	return m.Run()
 }
 
