@@ -169,6 +169,15 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
+// TestLint: helm's own checks of both charts, strict (warnings fail).
+func TestLint(t *testing.T) {
+	for _, chart := range []string{virtualChart, physicalChart} {
+		if out, err := runHelm(t.Context(), "lint", "--strict", "--namespace", systemNamespace, chart); err != nil {
+			t.Errorf("%v\n%s", err, out)
+		}
+	}
+}
+
 func marshal(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
