@@ -17,7 +17,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Packages that start real control planes (etcd, kube-apiserver, ...).
 INTEGRATION_PKGS := ./test/...
 
-.PHONY: all build test test-unit test-integration test-demo demo images verify verify-cold codegen crds testbin fmt vet clean bench-bottomup bench-topdown bench-kubelet
+.PHONY: all build test test-unit test-integration test-demo demo images verify verify-cold codegen crds charts testbin fmt vet clean bench-bottomup bench-topdown bench-kubelet
 
 all: build
 
@@ -29,6 +29,11 @@ build:
 codegen:
 	hack/update-codegen.sh
 	hack/update-crds.sh
+	hack/update-charts.sh
+
+## charts: render the Helm charts' generated templates from the plain manifests
+charts:
+	hack/update-charts.sh
 
 ## verify: formatting, vet, and no drift between API types and generated files
 verify: vet
@@ -36,6 +41,7 @@ verify: vet
 	  if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
 	hack/verify-codegen.sh
 	hack/verify-crds.sh
+	hack/verify-charts.sh
 
 ## verify-cold: the module build, the generators and hack/testbin.sh from an
 ## empty module cache and an empty binary cache, as a new machine runs them

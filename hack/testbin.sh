@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries the integration and end-to-end tests run
-# (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok) from the
+# (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, helm) from the
 # pinned tools modules under hack/tools, into a cache outside the repository.
 #
 # Works from a cold machine: every module it reads is downloaded first (an
@@ -20,6 +20,17 @@ tools="$root/hack/tools"
 kube_version=v1.36.3
 version_pkg=k8s.io/component-base/version
 kube_ldflags="-X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=36 -X $version_pkg.gitTreeState=clean"
+# helm reports its pinned version (helm version, .Capabilities.HelmVersion)
+# and, as its release builds do, the Kubernetes minor of its client-go as the
+# default .Capabilities.KubeVersion of `helm template` (else v1.20, which the
+# charts' kubeVersion refuses); both are read from hack/tools/helm/go.mod.
+helm_version=$(awk '$1 == "helm.sh/helm/v3" {print $2}' "$tools/helm/go.mod")
+helm_kube_minor=$(awk '$1 == "k8s.io/client-go" {split($2, v, "."); print v[2]}' "$tools/helm/go.mod")
+helm_pkg=helm.sh/helm/v3/pkg
+helm_ldflags="-X helm.sh/helm/v3/internal/version.version=$helm_version"
+for p in chartutil lint/rules; do
+  helm_ldflags+=" -X $helm_pkg/$p.k8sVersionMajor=1 -X $helm_pkg/$p.k8sVersionMinor=$helm_kube_minor"
+done
 # Stage files kwok needs beside it, relative to kustomize/stage in its module.
 kwok_stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
   pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml)
@@ -38,7 +49,8 @@ recipe() {
     "kube k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager $kube_ldflags" \
     "kube k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler $kube_ldflags" \
     "kube k8s.io/kubernetes/cmd/kubectl kubectl $kube_ldflags" \
-    "kwok sigs.k8s.io/kwok/cmd/kwok kwok"
+    "kwok sigs.k8s.io/kwok/cmd/kwok kwok" \
+    "helm helm.sh/helm/v3/cmd/helm helm $helm_ldflags"
 }
 
 # object_key names one binary's build: its tools module's pins and its recipe line.
@@ -81,7 +93,7 @@ copy_kwok_stages() {
   touch "$stages/.done"
 }
 
-set_key=$({ recipe; printf '%s\n' "${kwok_stages[@]}"; for m in kube kwok; do cat "$tools/$m/go.mod" "$tools/$m/go.sum"; done; } | hash)
+set_key=$({ recipe; printf '%s\n' "${kwok_stages[@]}"; for m in kube kwok helm; do cat "$tools/$m/go.mod" "$tools/$m/go.sum"; done; } | hash)
 dir="$cache_root/$set_key"
 mkdir -p "$dir" "$objects"
 # One builder at a time per cache: parallel test runs wait instead of racing

@@ -41,9 +41,10 @@ start=$SECONDS
 step build go build ./...
 step codegen hack/verify-codegen.sh
 step crds hack/verify-crds.sh
+step charts hack/verify-charts.sh
 step testbin hack/testbin.sh
 dir=$(tail -1 "$scratch/testbin.log")
-for bin in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
+for bin in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm; do
   [ -x "$dir/$bin" ] || { echo "verify-cold: testbin did not produce $bin in $dir" >&2; exit 1; }
 done
 n=$(find "$dir/kwok-stages" -name '*.yaml' | wc -l)

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEscapeTemplates(t *testing.T) {
+	got := escapeTemplates("name: {{ .Name }}\nargs: {{ json .Args }}\n")
+	want := "name: {{`{{ .Name }}`}}\nargs: {{`{{ json .Args }}`}}\n"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestSubstitutePodSecurity(t *testing.T) {
+	in := "# confined to kubeocean-worker\nresourceNames: [\"kubeocean-worker\"]\nother: kubeocean-worker-2\nmetadata:\n  name: kubeocean-worker\n  labels:\n    pod-security.kubernetes.io/enforce: baseline\n    pod-security.kubernetes.io/enforce-version: \"latest\"\n"
+	got := substituteMountNamespace(substitutePodSecurity(in))
+	for _, want := range []string{
+		"  name: {{ .Values.mountNamespace.name }}\n",
+		"# confined to kubeocean-worker\n",
+		`resourceNames: ["{{ .Values.mountNamespace.name }}"]`,
+		"other: kubeocean-worker-2\n",
+		`    pod-security.kubernetes.io/enforce: {{ index .Values.mountNamespace.podSecurity "enforce" | default "baseline" | quote }}`,
+		`    pod-security.kubernetes.io/enforce-version: {{ index .Values.mountNamespace.podSecurity "enforce-version" | default "latest" | quote }}`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+}
+
+func TestReplaceResources(t *testing.T) {
+	in := "      containers:\n      - name: x\n        resources:\n          requests:\n            cpu: 1\n\n          limits: {}\n        securityContext: {}\n"
+	got, err := replaceResources(in, ".Values.x.resources", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "      containers:\n      - name: x\n" +
+		"        {{- with .Values.x.resources }}\n" +
+		"        resources: {{- toYaml . | nindent 14 }}\n" +
+		"        {{- else }}\n" +
+		"        resources:\n          requests:\n            cpu: 1\n\n          limits: {}\n" +
+		"        {{- end }}\n" +
+		"        securityContext: {}\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if _, err := replaceResources("a: 1\n", ".Values.x", 0); err == nil {
+		t.Error("no resources block: want an error")
+	}
+}
+
+func TestSubstituteManagerRefusesUnknownShape(t *testing.T) {
+	if _, err := substituteManager("image: example/other:v1\n"); err == nil {
+		t.Error("a manager without the Kubeocean images: want an error")
+	}
+}
