@@ -61,6 +61,17 @@ func backoffDelay(failures int) time.Duration {
 	return min(delay, remotecluster.DefaultBackoffMax)
 }
 
+// UnreachableProbeInterval is how often the manager asks an unreachable
+// physical cluster whether it answers again, between the checks of its
+// backoff; once it does, the full check runs at once.
+const UnreachableProbeInterval = 5 * time.Second
+
+// unreachable says whether record is a backoff for a cluster that did not
+// answer, which a cheap probe may end early.
+func (r *connRecord) unreachable() bool {
+	return r.transient() && r.failure.Reason == connectivity.ReasonUnreachable
+}
+
 // reusable says whether record still answers for inputs at now: a success
 // until the recheck is due, a transient failure until its retry, a
 // permanent failure until the inputs change.
@@ -101,7 +112,13 @@ func (c *Controller) connect(ctx context.Context, b *kubeoceanv1alpha1.ClusterBi
 		previous = resumedRecord(b, inputs)
 	}
 	if reusable(previous, inputs, now, c.recheck) {
-		return previous
+		// A cluster that did not answer is asked again between the checks
+		// of its backoff, so that a binding resumes within seconds of its
+		// cluster's return, whatever the backoff has grown to.
+		if !previous.unreachable() || !c.checker.Answers(ctx, &b.Spec) {
+			return previous
+		}
+		klog.FromContext(ctx).Info("Physical cluster answers again; checking it now", "failures", previous.failures)
 	}
 	failure := c.checker.Check(ctx, &b.Spec)
 	c.metrics.observeCheck(failure, c.clock.Since(now))

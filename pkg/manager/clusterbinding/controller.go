@@ -87,6 +87,9 @@ const (
 // the implementation.
 type Checker interface {
 	Check(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec) *connectivity.Failure
+	// Answers says whether the physical API server answers now: one cheap
+	// request, to cut the backoff of an unreachable cluster short.
+	Answers(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec) bool
 	Forget(namespace, name string)
 }
 

@@ -33,6 +33,7 @@ type fakeChecker struct {
 	mu        sync.Mutex
 	failure   *connectivity.Failure
 	checks    int
+	probes    int
 	forgotten []string
 }
 
@@ -41,6 +42,14 @@ func (c *fakeChecker) Check(context.Context, *kubeoceanv1alpha1.ClusterBindingSp
 	defer c.mu.Unlock()
 	c.checks++
 	return c.failure
+}
+
+// Answers: a cluster answers unless the failure says it does not.
+func (c *fakeChecker) Answers(context.Context, *kubeoceanv1alpha1.ClusterBindingSpec) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.probes++
+	return c.failure == nil || c.failure.Reason != connectivity.ReasonUnreachable
 }
 
 func (c *fakeChecker) Forget(namespace, name string) {

@@ -107,6 +107,8 @@ func (c *Controller) next(obs observation, changed bool, now time.Time) (control
 		// Retrying cannot help; a change to the binding or its Secret
 		// enqueues it again.
 		return controller.Result{}, controller.Terminal(fmt.Errorf("%s", readyMessage(obs)))
+	case obs.conn.unreachable():
+		return controller.RequeueAfter(max(min(obs.conn.retryAt.Sub(now), UnreachableProbeInterval), minRequeue)), nil
 	case obs.conn.failure != nil:
 		return controller.RequeueAfter(max(obs.conn.retryAt.Sub(now), minRequeue)), nil
 	}

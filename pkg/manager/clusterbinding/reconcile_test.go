@@ -209,8 +209,10 @@ func TestReconcileTransientFailureBacksOff(t *testing.T) {
 	f := newFixture(t, []*kubeoceanv1alpha1.ClusterBinding{b}, kubeconfigSecret(b, "config-1"))
 	f.checker.fail(&connectivity.Failure{Reason: connectivity.ReasonUnreachable, Message: "the physical cluster at https://w1 did not answer"})
 
+	// An unreachable cluster is probed every UnreachableProbeInterval
+	// between the checks of its backoff.
 	result, err, actions := f.reconcile(b.Name)
-	if err != nil || result.RequeueAfter != 30*time.Second || !slices.Equal(verbs(actions), []string{"update/status", "update"}) {
+	if err != nil || result.RequeueAfter != UnreachableProbeInterval || !slices.Equal(verbs(actions), []string{"update/status", "update"}) {
 		t.Fatalf("first failure: %v, requeue %v, writes %v; want the status, then the backoff annotation", err, result.RequeueAfter, verbs(actions))
 	}
 	if state := backoffOf(t, f.cached(b.Name)); state.Failures != 1 || !state.RetryAt.Time.Equal(start.Add(30*time.Second)) {
@@ -222,13 +224,13 @@ func TestReconcileTransientFailureBacksOff(t *testing.T) {
 
 	f.clock.Step(10 * time.Second)
 	result, _, actions = f.reconcile(b.Name)
-	if len(actions) != 0 || f.checker.checks != 1 || result.RequeueAfter != 20*time.Second {
-		t.Fatalf("within the backoff: writes %v, checks %d, requeue %v", verbs(actions), f.checker.checks, result.RequeueAfter)
+	if len(actions) != 0 || f.checker.checks != 1 || f.checker.probes != 1 || result.RequeueAfter != UnreachableProbeInterval {
+		t.Fatalf("within the backoff: writes %v, checks %d, probes %d, requeue %v", verbs(actions), f.checker.checks, f.checker.probes, result.RequeueAfter)
 	}
 
 	f.clock.Step(20 * time.Second)
 	result, _, actions = f.reconcile(b.Name)
-	if f.checker.checks != 2 || result.RequeueAfter != time.Minute || !slices.Equal(verbs(actions), []string{"update"}) {
+	if f.checker.checks != 2 || result.RequeueAfter != UnreachableProbeInterval || !slices.Equal(verbs(actions), []string{"update"}) {
 		t.Fatalf("second failure: checks %d, requeue %v, writes %v; want only the annotation", f.checker.checks, result.RequeueAfter, verbs(actions))
 	}
 	if state := backoffOf(t, f.cached(b.Name)); state.Failures != 2 {
@@ -245,6 +247,56 @@ func TestReconcileTransientFailureBacksOff(t *testing.T) {
 	}
 	if _, ok := got.Annotations[AnnotationConnectBackoff]; ok || !slices.Equal(verbs(actions), []string{"update/status", "update"}) {
 		t.Errorf("backoff annotation %q left, writes %v", got.Annotations[AnnotationConnectBackoff], verbs(actions))
+	}
+}
+
+// A cluster that answers again ends the backoff at the next probe, however
+// long the backoff has grown, also in a manager that resumed it after a
+// restart.
+func TestUnreachableClusterCheckedAsSoonAsItAnswers(t *testing.T) {
+	b := bound(newBinding("worker-1", "w1"))
+	f := newFixture(t, []*kubeoceanv1alpha1.ClusterBinding{b}, kubeconfigSecret(b, "config-1"))
+	f.checker.fail(&connectivity.Failure{Reason: connectivity.ReasonUnreachable, Message: "did not answer"})
+	for i := 0; i < 5; i++ { // the backoff grows to 5 minutes
+		f.clock.Step(10 * time.Minute)
+		f.reconcile(b.Name)
+	}
+	if state := backoffOf(t, f.cached(b.Name)); state.Failures != 5 || !state.RetryAt.Time.Equal(f.clock.Now().Add(5*time.Minute)) {
+		t.Fatalf("backoff = %+v", state)
+	}
+	// A new manager: empty memory, the binding as stored.
+	persisted := f.cached(b.Name).DeepCopy()
+	f.c = f.newController()
+	f.mustAdd(f.bindings, persisted)
+	f.mustAdd(f.secrets, kubeconfigSecret(b, "config-1"))
+	checks := f.checker.checks
+	f.clock.Step(UnreachableProbeInterval)
+	if result, _, _ := f.reconcile(b.Name); f.checker.checks != checks || result.RequeueAfter != UnreachableProbeInterval {
+		t.Fatalf("while it does not answer: checks %d (was %d), requeue %v", f.checker.checks, checks, result.RequeueAfter)
+	}
+	f.checker.fail(nil) // it answers again
+	f.clock.Step(UnreachableProbeInterval)
+	f.reconcile(b.Name)
+	got := f.cached(b.Name)
+	if f.checker.checks != checks+1 || got.Status.Phase != kubeoceanv1alpha1.ClusterBindingReady {
+		t.Fatalf("after it answered: checks %d (was %d), phase %s", f.checker.checks, checks, got.Status.Phase)
+	}
+	if _, ok := got.Annotations[AnnotationConnectBackoff]; ok {
+		t.Errorf("backoff annotation left: %q", got.Annotations[AnnotationConnectBackoff])
+	}
+}
+
+// A cluster that answers but refuses (permissions) is not probed: only a
+// change or the backoff brings the next check.
+func TestRefusingClusterIsNotProbed(t *testing.T) {
+	b := bound(newBinding("worker-1", "w1"))
+	f := newFixture(t, []*kubeoceanv1alpha1.ClusterBinding{b}, kubeconfigSecret(b, "config-1"))
+	f.checker.fail(&connectivity.Failure{Reason: connectivity.ReasonInsufficientPermissions, Message: "lacks list nodes"})
+	result, _, _ := f.reconcile(b.Name)
+	f.clock.Step(10 * time.Second)
+	f.reconcile(b.Name)
+	if result.RequeueAfter != 30*time.Second || f.checker.probes != 0 || f.checker.checks != 1 {
+		t.Fatalf("requeue %v, probes %d, checks %d", result.RequeueAfter, f.checker.probes, f.checker.checks)
 	}
 }
 

@@ -102,6 +102,21 @@ func New(secrets remotecluster.SecretGetter, opts Options) *Checker {
 	return &Checker{cache: cache, timeout: timeout}
 }
 
+// probeTimeout bounds Answers.
+const probeTimeout = 3 * time.Second
+
+// Answers asks the physical API server for its version, through the cached
+// client of the binding's kubeconfig, and says whether it answered.
+func (c *Checker) Answers(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec) bool {
+	entry, err := c.cache.Get(ctx, spec.SecretRef.Namespace, spec.SecretRef.Name)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	return remotecluster.Probe(ctx, entry.Clients) == nil
+}
+
 // Check reads the binding's kubeconfig, asks the physical cluster for its
 // version and reviews the syncer's permissions there. It returns nil when
 // everything is in order.
