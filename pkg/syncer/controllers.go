@@ -41,7 +41,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.onPhysicalAnswers = append(e.onPhysicalAnswers, nodes.EnqueueAll)
+	e.onPhysicalAnswers = append(e.onPhysicalAnswers, nodes.RetryFailing, nodes.EnqueueAll)
 	policyController, err := policy.New(policy.Options{
 		BindingName: e.binding.Name, Client: e.physical.Kubeocean.KubeoceanV1alpha1(),
 		Policies: policies, VirtualNodes: virtualNodes,
@@ -64,7 +64,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.onPhysicalAnswers = append(e.onPhysicalAnswers, leases.EnqueueAll)
+	e.onPhysicalAnswers = append(e.onPhysicalAnswers, leases.RetryFailing, leases.EnqueueAll)
 	csiNodes, err := csinode.New(csinode.Options{
 		ClusterID: clusterID, VirtualClient: e.virtual.Kube.StorageV1(),
 		PhysicalCSINodes: ph.Kube(informers.Scope{}).Storage().V1().CSINodes(),
