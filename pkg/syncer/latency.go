@@ -9,23 +9,28 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	podsync "github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 )
 
 // syncLatency times the two hops a user waits for, from the informers'
 // events: a virtual pod's creation to its physical twin's appearing, and
 // the twin's containers running to the virtual pod's Running. Both start
 // from API timestamps, which have whole seconds, so a figure may read up to
-// a second long. Objects the caches list at start-up are not timed.
+// a second long. Objects the caches list at start-up are not timed. It also
+// counts the binding's virtual pods failed because their physical pod was
+// lost.
 type syncLatency struct {
 	toPhysical, toRunning prometheus.Histogram
+	lost                  prometheus.Counter
 	virtualPods           corelisters.PodLister
 	physicalPods          corelisters.PodLister
+	virtualNodes          corelisters.NodeLister // the binding's
 	now                   func() time.Time
 }
 
 var latencyBuckets = []float64{.25, .5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300}
 
-func newSyncLatency(binding string, virtualPods, physicalPods corelisters.PodLister) *syncLatency {
+func newSyncLatency(binding string, virtualPods, physicalPods corelisters.PodLister, virtualNodes corelisters.NodeLister) *syncLatency {
 	constLabels := prometheus.Labels{"binding": binding}
 	return &syncLatency{
 		toPhysical: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -40,12 +45,17 @@ func newSyncLatency(binding string, virtualPods, physicalPods corelisters.PodLis
 			Buckets:     latencyBuckets,
 			ConstLabels: constLabels,
 		}),
-		virtualPods: virtualPods, physicalPods: physicalPods, now: time.Now,
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "kubeocean_pods_lost_total",
+			Help:        "Virtual pods failed because their physical pod disappeared (reason PhysicalPodLost).",
+			ConstLabels: constLabels,
+		}),
+		virtualPods: virtualPods, physicalPods: physicalPods, virtualNodes: virtualNodes, now: time.Now,
 	}
 }
 
 func (l *syncLatency) collectors() []prometheus.Collector {
-	return []prometheus.Collector{l.toPhysical, l.toRunning}
+	return []prometheus.Collector{l.toPhysical, l.toRunning, l.lost}
 }
 
 // physicalHandler observes physical pods that appear after start-up.
@@ -69,7 +79,17 @@ func (l *syncLatency) virtualHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
 		old, ok1 := oldObj.(*corev1.Pod)
 		pod, ok2 := newObj.(*corev1.Pod)
-		if !ok1 || !ok2 || old.Status.Phase == corev1.PodRunning || pod.Status.Phase != corev1.PodRunning {
+		if !ok1 || !ok2 || pod.Spec.NodeName == "" {
+			return
+		}
+		if _, err := l.virtualNodes.Get(pod.Spec.NodeName); err != nil {
+			return // not on one of this binding's virtual nodes
+		}
+		if pod.Status.Reason == podsync.ReasonPhysicalPodLost && old.Status.Reason != podsync.ReasonPhysicalPodLost {
+			l.lost.Inc()
+			return
+		}
+		if old.Status.Phase == corev1.PodRunning || pod.Status.Phase != corev1.PodRunning {
 			return
 		}
 		namespace, name := pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace], pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]

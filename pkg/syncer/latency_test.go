@@ -18,7 +18,9 @@ func TestSyncLatency(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 10, 0, time.UTC)
 	virtualPods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	physicalPods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	virtual := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: "v-uid",
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = nodes.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vnode-b-a"}})
+	virtual := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "vnode-b-a"}, ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: "v-uid",
 		CreationTimestamp: metav1.NewTime(now.Add(-3 * time.Second)),
 		Annotations:       map[string]string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "mount", kubeoceanv1alpha1.AnnotationPhysicalPodName: "web-abc"}}}
 	physical := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "web-abc", Annotations: map[string]string{
@@ -29,7 +31,7 @@ func TestSyncLatency(t *testing.T) {
 		}}}
 	_ = virtualPods.Add(virtual)
 	_ = physicalPods.Add(physical)
-	l := newSyncLatency("b", corelisters.NewPodLister(virtualPods), corelisters.NewPodLister(physicalPods))
+	l := newSyncLatency("b", corelisters.NewPodLister(virtualPods), corelisters.NewPodLister(physicalPods), corelisters.NewNodeLister(nodes))
 	l.now = func() time.Time { return now }
 
 	physicalEvents := l.physicalHandler()
@@ -47,6 +49,22 @@ func TestSyncLatency(t *testing.T) {
 	running.Status.Phase = corev1.PodRunning
 	virtualEvents.OnUpdate(virtual, running)
 	virtualEvents.OnUpdate(running, running) // already Running: not timed again
+	elsewhere := virtual.DeepCopy()
+	elsewhere.Spec.NodeName = "vnode-other-binding"
+	runningElsewhere := elsewhere.DeepCopy()
+	runningElsewhere.Status.Phase = corev1.PodRunning
+	virtualEvents.OnUpdate(elsewhere, runningElsewhere) // another binding's pod: not timed
+
+	lost := running.DeepCopy()
+	lost.Status.Phase, lost.Status.Reason = corev1.PodFailed, "PhysicalPodLost"
+	virtualEvents.OnUpdate(running, lost)
+	virtualEvents.OnUpdate(lost, lost) // counted once
+	lostElsewhere := runningElsewhere.DeepCopy()
+	lostElsewhere.Status.Phase, lostElsewhere.Status.Reason = corev1.PodFailed, "PhysicalPodLost"
+	virtualEvents.OnUpdate(runningElsewhere, lostElsewhere)
+	if got := testutil.ToFloat64(l.lost); got != 1 {
+		t.Fatalf("lost pods %v, want 1", got)
+	}
 
 	if got := histogram(t, l.toPhysical); got.count != 1 || got.sum != 3 {
 		t.Fatalf("to physical: %+v, want one of 3s", got)

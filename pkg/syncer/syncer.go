@@ -261,15 +261,15 @@ func physicalClients(ctx context.Context, p *app.Process, binding *kubeoceanv1al
 func (e *syncerEnv) bindingMetrics() ([]prometheus.Collector, error) {
 	virtualPods := e.virtualInformers.Kube(informers.Scope{}).Core().V1().Pods()
 	physicalPods := e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods()
-	latency := newSyncLatency(e.binding.Name, virtualPods.Lister(), physicalPods.Lister())
+	virtualNodes := e.virtualInformers.Kube(ownedScope(e.binding.Spec.ClusterID, "")).Core().V1().Nodes().Lister()
+	latency := newSyncLatency(e.binding.Name, virtualPods.Lister(), physicalPods.Lister(), virtualNodes)
 	if _, err := physicalPods.Informer().AddEventHandler(latency.physicalHandler()); err != nil {
 		return nil, err
 	}
 	if _, err := virtualPods.Informer().AddEventHandler(latency.virtualHandler()); err != nil {
 		return nil, err
 	}
-	collectors := append(latency.collectors(), newBindingCollector(e.binding.Name,
-		e.virtualInformers.Kube(ownedScope(e.binding.Spec.ClusterID, "")).Core().V1().Nodes().Lister(), physicalPods.Lister()))
+	collectors := append(latency.collectors(), newBindingCollector(e.binding.Name, virtualNodes, physicalPods.Lister()))
 	for i, c := range collectors {
 		if err := e.process.Registry.Register(c); err != nil {
 			for _, registered := range collectors[:i] {
