@@ -24,6 +24,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/syncer"
 	"github.com/kubeocean/kubeocean/test/controlplane"
+	"github.com/kubeocean/kubeocean/test/kwokkubelet"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -37,7 +38,7 @@ const (
 // returns the virtual node's name and the URL of its kubelet API.
 func lend(t *testing.T) (*testenv.SyncerWorld, string, string) {
 	t.Helper()
-	first, err := freePort()
+	first, err := kwokkubelet.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestKubeletAPI(t *testing.T) {
 	})
 
 	t.Run("port-forward", func(t *testing.T) {
-		local, err := freePort()
+		local, err := kwokkubelet.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ package kubelet
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"testing"
 
@@ -46,11 +45,3 @@ func run(m *testing.M) int {
 		func(v, p *controlplane.Cluster) { virtualCluster, physicalCluster = v, p })
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

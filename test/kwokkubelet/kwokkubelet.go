@@ -102,7 +102,7 @@ func serveEcho(l net.Listener) {
 }
 
 func (s *Server) configure(dir, metricsNode string) error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,8 @@ func resourceMetricsConfig(dir, node string) (string, error) {
 	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
-func freePort() (int, error) {
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -65,7 +64,7 @@ func (b *bench) setUp(ctx context.Context) error {
 	if b.metricsAddr, err = controlplane.FreeLoopbackAddress(); err != nil {
 		return err
 	}
-	first, err := freePort()
+	first, err := kwokkubelet.FreePort()
 	if err != nil {
 		return err
 	}
@@ -184,14 +183,6 @@ func (b *bench) logThroughput(ctx context.Context) ([]logRound, error) {
 	return rounds, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // metricValue sums the samples of metric name in Prometheus text whose
 // labels contain every one of labels (e.g. `operation="logs"`).
