@@ -44,4 +44,3 @@ func run(m *testing.M) int {
 	return testenv.Main(m, controlplane.Options{ControllerManager: true}, controlplane.Options{Kwok: true, KwokArgs: kwok.Args},
 		func(v, p *controlplane.Cluster) { virtualCluster, physicalCluster = v, p })
 }
-

@@ -183,7 +183,6 @@ func (b *bench) logThroughput(ctx context.Context) ([]logRound, error) {
 	return rounds, nil
 }
 
-
 // metricValue sums the samples of metric name in Prometheus text whose
 // labels contain every one of labels (e.g. `operation="logs"`).
 func metricValue(text, name string, labels ...string) float64 {
