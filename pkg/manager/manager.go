@@ -111,7 +111,8 @@ func newRunner(ctx context.Context, p *app.Process, opts Options, virtual *infor
 				Workers: opts.SyncerWorkers, PodWorkers: opts.SyncerPodWorkers, NodeWorkers: opts.SyncerNodeWorkers,
 				VirtualAPIServer: opts.VirtualAPIServerAddress,
 				PhysicalQPS:      opts.PhysicalQPS, PhysicalBurst: opts.PhysicalBurst,
-				Kubelet: opts.Kubelet,
+				Kubelet:      opts.Kubelet,
+				DrainTimeout: opts.SyncerDrainTimeout, SyncDaemonSetPods: opts.SyncDaemonSetPods,
 			},
 			Recorder: p.Recorder, OnChange: enqueue,
 		})
@@ -126,13 +127,9 @@ func newRunner(ctx context.Context, p *app.Process, opts Options, virtual *infor
 		return nil, nil, err
 	}
 	scoped := virtual.Kube(informers.Scope{Namespace: opts.SyncerNamespace, LabelSelector: syncers.ManagedSelector})
-	var args []string
-	if opts.VirtualAPIServerAddress != "" {
-		args = append(args, "--virtual-apiserver-address="+opts.VirtualAPIServerAddress)
-	}
 	runner, err := syncers.NewDeployments(syncers.DeploymentsOptions{
 		Namespace: opts.SyncerNamespace, Image: opts.SyncerImage, ServiceAccountName: opts.SyncerServiceAccount,
-		Args:              args,
+		Args:              syncerArgs(opts),
 		Templates:         templates,
 		DeploymentsClient: p.Kube.AppsV1(), ServiceAccountsClient: p.Kube.CoreV1(), ConfigMapsClient: p.Kube.CoreV1(),
 		Deployments: scoped.Apps().V1().Deployments(), ServiceAccounts: scoped.Core().V1().ServiceAccounts(),
@@ -146,4 +143,19 @@ func newRunner(ctx context.Context, p *app.Process, opts Options, virtual *infor
 		return templates.Watch(ctx, opts.TemplatePollInterval, enqueueAll)
 	}}
 	return runner, []app.Runnable{watch}, nil
+}
+
+// syncerArgs are the flags the manager passes on to syncer Deployments.
+func syncerArgs(opts Options) []string {
+	var args []string
+	if opts.VirtualAPIServerAddress != "" {
+		args = append(args, "--virtual-apiserver-address="+opts.VirtualAPIServerAddress)
+	}
+	if opts.SyncerDrainTimeout > 0 {
+		args = append(args, "--drain-timeout="+opts.SyncerDrainTimeout.String())
+	}
+	if opts.SyncDaemonSetPods {
+		args = append(args, "--sync-daemonset-pods")
+	}
+	return args
 }

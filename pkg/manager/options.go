@@ -50,6 +50,11 @@ type Options struct {
 	SyncerNodeWorkers int
 	PhysicalQPS       float32
 	PhysicalBurst     int
+	// SyncerDrainTimeout and SyncDaemonSetPods are the syncers'
+	// --drain-timeout and --sync-daemonset-pods: given to in-process
+	// syncers, and passed on to syncer Deployments when set.
+	SyncerDrainTimeout time.Duration
+	SyncDaemonSetPods  bool
 	// Kubelet configures the kubelet API of in-process syncers' virtual
 	// nodes; its port range is shared by all of them.
 	Kubelet syncer.KubeletOptions
@@ -104,6 +109,10 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	app.IntVar(fs, &o.SyncerNodeWorkers, "syncer-node-workers", 1, "Concurrent reconciles of the virtual node and node Lease controllers of in-process syncers.")
 	app.PositiveFloat32Var(fs, &o.PhysicalQPS, "physical-kube-api-qps", "Queries per second of each in-process syncer to its physical cluster.")
 	app.IntVar(fs, &o.PhysicalBurst, "physical-kube-api-burst", 1, "Burst of each in-process syncer's queries to its physical cluster.")
+	fs.DurationVar(&o.SyncerDrainTimeout, "syncer-drain-timeout", o.SyncerDrainTimeout,
+		"The syncers' --drain-timeout: how long a drained virtual node's pods are asked to leave through the eviction API before they are deleted (0: the syncer's default, 10m).")
+	fs.BoolVar(&o.SyncDaemonSetPods, "sync-daemonset-pods", o.SyncDaemonSetPods,
+		"The syncers' --sync-daemonset-pods: run the pods of DaemonSets placed on virtual nodes in the physical cluster.")
 	// In deployment mode the syncer Deployments take these flags instead.
 	o.Kubelet.AddFlags(fss.FlagSet(syncer.SectionKubelet))
 }

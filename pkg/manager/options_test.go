@@ -4,12 +4,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/syncer"
 )
 
 func TestValidate(t *testing.T) {
@@ -83,4 +85,25 @@ func podIPEnv(c corev1.Container) bool {
 		}
 	}
 	return false
+}
+
+// The flags the manager passes on to syncer Deployments parse with the
+// syncer binary's own flags and mean the same there.
+func TestSyncerArgsParseAsSyncerFlags(t *testing.T) {
+	opts := NewOptions()
+	if err := (app.Command{Options: app.NewOptions(Component), AddFlags: opts.AddFlags}).Flags().Parse([]string{
+		"--virtual-apiserver-address=10.0.0.1:443", "--syncer-drain-timeout=90s", "--sync-daemonset-pods",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	syncerOpts := syncer.Options{Kubelet: syncer.NewKubeletOptions()}
+	if err := (app.Command{Options: app.NewOptions(syncer.Component), AddFlags: syncerOpts.AddFlags}).Flags().Parse(syncerArgs(opts)); err != nil {
+		t.Fatalf("%v: %v", syncerArgs(opts), err)
+	}
+	if syncerOpts.VirtualAPIServer != "10.0.0.1:443" || syncerOpts.DrainTimeout != 90*time.Second || !syncerOpts.SyncDaemonSetPods {
+		t.Fatalf("the syncer got %+v from %v", syncerOpts, syncerArgs(opts))
+	}
+	if args := syncerArgs(NewOptions()); len(args) != 0 {
+		t.Fatalf("defaults pass %v", args)
+	}
 }
