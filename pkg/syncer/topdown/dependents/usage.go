@@ -131,7 +131,7 @@ func PodHandler(kind string, enqueue func(cache.ObjectName)) controller.Handler[
 }
 
 func referencedKeys(kind string, pod *corev1.Pod) []cache.ObjectName {
-	refs := references.Of(pod)
+	refs := references.Copied(pod)
 	var names []string
 	switch kind {
 	case references.KindConfigMap:

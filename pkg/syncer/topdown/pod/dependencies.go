@@ -97,26 +97,10 @@ func (c *Controller) resolveDependencies(ctx context.Context, virtual *corev1.Po
 	return names, nil
 }
 
-// dependencyReferences are the objects to copy for the pod: all it refers
-// to, except the kube-root-ca.crt projected next to a service-account
-// token, which the pod's token Secret serves.
+// dependencyReferences are the objects to copy for the pod (see
+// references.Copied).
 func dependencyReferences(pod *corev1.Pod) references.References {
-	stripped := *pod
-	stripped.Spec.Volumes = make([]corev1.Volume, 0, len(pod.Spec.Volumes))
-	for _, v := range pod.Spec.Volumes {
-		if v.Projected != nil && projectsToken(v.Projected) {
-			projected := *v.Projected
-			projected.Sources = nil
-			for _, source := range v.Projected.Sources {
-				if !isRootCA(source.ConfigMap) {
-					projected.Sources = append(projected.Sources, source)
-				}
-			}
-			v.Projected = &projected
-		}
-		stripped.Spec.Volumes = append(stripped.Spec.Volumes, v)
-	}
-	return references.Of(&stripped)
+	return references.Copied(pod)
 }
 
 // referenceSets are names of each kind.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
 )
 
 // A pod in the physical cluster must still see itself as the virtual pod:
@@ -25,7 +27,7 @@ const (
 
 	// rootCAConfigMap is the ConfigMap the virtual cluster publishes its CA
 	// in, in every namespace; keyCACert its key.
-	rootCAConfigMap = "kube-root-ca.crt"
+	rootCAConfigMap = references.RootCAConfigMap
 	keyCACert       = "ca.crt"
 	// keyToken is the Secret key of a pod's first token.
 	keyToken = "token"

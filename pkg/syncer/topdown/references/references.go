@@ -20,6 +20,43 @@ type References struct {
 	PVCs       []string
 }
 
+// RootCAConfigMap is the ConfigMap in which every namespace publishes its
+// cluster's CA, projected next to service-account tokens.
+const RootCAConfigMap = "kube-root-ca.crt"
+
+// Copied are the references the syncer copies for pod: those of Of, except
+// kube-root-ca.crt projected next to a service-account token, which the
+// pod's token Secret serves instead. The pod controller copies exactly
+// these, and the copy controllers count exactly these as use, so an object
+// no copy is made for is never marked or copied by them either.
+func Copied(pod *corev1.Pod) References {
+	stripped := *pod
+	stripped.Spec.Volumes = make([]corev1.Volume, 0, len(pod.Spec.Volumes))
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected != nil && projectsToken(v.Projected) {
+			projected := *v.Projected
+			projected.Sources = nil
+			for _, source := range v.Projected.Sources {
+				if source.ConfigMap == nil || source.ConfigMap.Name != RootCAConfigMap {
+					projected.Sources = append(projected.Sources, source)
+				}
+			}
+			v.Projected = &projected
+		}
+		stripped.Spec.Volumes = append(stripped.Spec.Volumes, v)
+	}
+	return Of(&stripped)
+}
+
+func projectsToken(projected *corev1.ProjectedVolumeSource) bool {
+	for _, source := range projected.Sources {
+		if source.ServiceAccountToken != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Of collects the references of pod: volumes (including projected
 // sources), env valueFrom and envFrom of every container kind, and
 // imagePullSecrets. Optional references are included too: when the object
@@ -107,15 +144,15 @@ func IndexKey(kind, namespace, name string) string {
 	return kind + "/" + namespace + "/" + name
 }
 
-// IndexKeys is an informer index function over pods: every object a pod
-// refers to, as IndexKey. It lets a controller of ConfigMaps, Secrets or
+// IndexKeys is an informer index function over pods: every object the
+// syncer copies for a pod (Copied), as IndexKey. It lets a controller of ConfigMaps, Secrets or
 // PVCs ask which pods still use an object.
 func IndexKeys(obj any) ([]string, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return nil, nil
 	}
-	refs := Of(pod)
+	refs := Copied(pod)
 	keys := make([]string, 0, len(refs.ConfigMaps)+len(refs.Secrets)+len(refs.PVCs))
 	for _, n := range refs.ConfigMaps {
 		keys = append(keys, IndexKey(KindConfigMap, pod.Namespace, n))

@@ -73,3 +73,39 @@ func TestAllContainersRewritesInPlace(t *testing.T) {
 		t.Fatal("AllContainers must point into the spec")
 	}
 }
+
+// kube-root-ca.crt projected next to a token is served from the token
+// Secret, so it is not copied, and not counted as use (IndexKeys); projected
+// on its own, or by a pod without a token, it is.
+func TestCopiedLeavesOutTheRootCABesideAToken(t *testing.T) {
+	rootCA := corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: RootCAConfigMap}}}
+	token := corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}
+	other := corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}
+	pod := func(sources ...corev1.VolumeProjection) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+			{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}}}}}
+	}
+	tests := []struct {
+		pod  *corev1.Pod
+		want []string
+	}{
+		{pod(token, rootCA, other), []string{"settings"}},
+		{pod(rootCA, other), []string{RootCAConfigMap, "settings"}},
+	}
+	for _, tt := range tests {
+		if got := Copied(tt.pod).ConfigMaps; !slices.Equal(got, tt.want) {
+			t.Errorf("Copied = %v, want %v", got, tt.want)
+		}
+		keys, _ := IndexKeys(tt.pod)
+		want := make([]string, 0, len(tt.want))
+		for _, name := range tt.want {
+			want = append(want, IndexKey(KindConfigMap, "team", name))
+		}
+		if !slices.Equal(keys, want) {
+			t.Errorf("IndexKeys = %v, want %v", keys, want)
+		}
+	}
+	if got := Of(pod(token, rootCA)).ConfigMaps; !slices.Equal(got, []string{RootCAConfigMap}) {
+		t.Errorf("Of = %v: it lists every reference", got)
+	}
+}
