@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -140,6 +141,9 @@ func (o *bindOptions) run(ctx context.Context, virtualFlags ClusterFlags, out io
 	if err != nil {
 		return err
 	}
+	if err := keepOtherMountNamespaces(ctx, physical, physicalObjects, o.mountNamespace); err != nil {
+		return err
+	}
 	if err := newApplier("physical", physical, o.dryRun, out).apply(ctx, physicalObjects...); err != nil {
 		return err
 	}
@@ -202,6 +206,7 @@ func (o *bindOptions) physicalObjects() ([]*unstructured.Unstructured, error) {
 			if obj.GetNamespace() == shippedMountNamespace {
 				obj.SetNamespace(o.mountNamespace)
 			}
+			renameResourceNames(obj, shippedMountNamespace, o.mountNamespace)
 			// The long-lived token Secret is left out: bind issues a bound
 			// token, which expires and can be rotated.
 			if obj.GetKind() == "Secret" && obj.GetNamespace() == systemNamespace {
@@ -342,4 +347,84 @@ func waitReady(ctx context.Context, virtual *clients, name string, timeout time.
 	}
 	fmt.Fprintf(out, "ClusterBinding %s is Ready\n", name)
 	return nil
+}
+
+// keepOtherMountNamespaces: a cluster-wide rule that names the mount
+// namespace in resourceNames (the syncer watches its namespace by name) is
+// shared by every binding to the cluster, so the names other bindings
+// added stay, and the binding's own is added.
+func keepOtherMountNamespaces(ctx context.Context, physical *clients, objects []*unstructured.Unstructured, mount string) error {
+	for _, obj := range objects {
+		if obj.GetKind() != "ClusterRole" || !namesInRules(obj, mount) {
+			continue
+		}
+		existing, err := physical.kube.RbacV1().ClusterRoles().Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("physical cluster: reading ClusterRole %s: %w", obj.GetName(), err)
+		}
+		rules, _, _ := unstructured.NestedSlice(obj.Object, "rules")
+		for i, r := range rules {
+			rule, ok := r.(map[string]any)
+			names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
+			if !ok || !slices.Contains(names, mount) {
+				continue
+			}
+			resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+			for _, have := range existing.Rules {
+				if slices.Equal(have.Resources, resources) {
+					names = append(names, have.ResourceNames...)
+				}
+			}
+			slices.Sort(names)
+			_ = unstructured.SetNestedStringSlice(rule, slices.Compact(names), "resourceNames")
+			rules[i] = rule
+		}
+		if err := unstructured.SetNestedSlice(obj.Object, rules, "rules"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// namesInRules says whether a rule of obj names name in resourceNames.
+func namesInRules(obj *unstructured.Unstructured, name string) bool {
+	rules, _, _ := unstructured.NestedSlice(obj.Object, "rules")
+	for _, r := range rules {
+		if rule, ok := r.(map[string]any); ok {
+			names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
+			if slices.Contains(names, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// renameResourceNames replaces from by to in the resourceNames of obj's
+// rules.
+func renameResourceNames(obj *unstructured.Unstructured, from, to string) {
+	rules, found, _ := unstructured.NestedSlice(obj.Object, "rules")
+	if !found {
+		return
+	}
+	for i, r := range rules {
+		rule, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
+		for j, n := range names {
+			if n == from {
+				names[j] = to
+			}
+		}
+		if len(names) > 0 {
+			_ = unstructured.SetNestedStringSlice(rule, names, "resourceNames")
+			rules[i] = rule
+		}
+	}
+	_ = unstructured.SetNestedSlice(obj.Object, rules, "rules")
 }

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
@@ -88,6 +90,41 @@ func TestPhysicalObjects(t *testing.T) {
 	if !found {
 		t.Error("no RoleBinding in the binding's mount namespace")
 	}
+	named := false
+	for _, obj := range objects {
+		if namesInRules(obj, shippedMountNamespace) {
+			t.Errorf("%s %s still names %s in resourceNames", obj.GetKind(), obj.GetName(), shippedMountNamespace)
+		}
+		named = named || namesInRules(obj, "kubeocean-w1")
+	}
+	if !named {
+		t.Error("no rule names the binding's mount namespace (the syncer watches it by name)")
+	}
+}
+
+// A second binding to the same physical cluster adds its mount namespace
+// to the shared rule that names them, and keeps the first one's.
+func TestKeepOtherMountNamespaces(t *testing.T) {
+	existing := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubeocean-syncer-mount-namespaces"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{"kubeocean-first"}, Verbs: []string{"list", "watch"}}}}
+	physical := &clients{kube: kubefake.NewClientset(existing)}
+	objects, err := (&bindOptions{mountNamespace: "kubeocean-second"}).physicalObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keepOtherMountNamespaces(context.Background(), physical, objects, "kubeocean-second"); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objects {
+		if obj.GetName() != existing.Name || obj.GetKind() != "ClusterRole" {
+			continue
+		}
+		if !namesInRules(obj, "kubeocean-first") || !namesInRules(obj, "kubeocean-second") {
+			t.Fatalf("rules %v", obj.Object["rules"])
+		}
+		return
+	}
+	t.Fatal("no ClusterRole naming the mount namespaces among the physical objects")
 }
 
 func TestDryRunRedactsSecrets(t *testing.T) {
