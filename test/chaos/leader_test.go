@@ -48,8 +48,12 @@ func TestLeaderHandover(t *testing.T) {
 	leaderRequests := requestsByKind(t, leader)
 	t.Logf("requests of the leader %s: %s", leader.name, describeRequests(leaderRequests))
 	t.Logf("requests of the standby %s: %s", standby.name, describeRequests(standbyRequests))
+	// Besides reading the Lease, a standby makes one request: the GET
+	// /version with which every binary waits, at start-up, for its API
+	// server to answer (pkg/app).
+	startup := map[string]float64{"virtual get nonresource": 1}
 	for kind, n := range standbyRequests {
-		if kind != "virtual get leases" {
+		if kind != "virtual get leases" && n > startup[kind] {
 			t.Errorf("the standby sent %v requests %q", n, kind)
 		}
 	}
