@@ -38,14 +38,11 @@ func startManager(t *testing.T, name string, args ...string) *binary {
 
 func startBinary(t *testing.T, name, bin string, args ...string) *binary {
 	t.Helper()
-	metrics, err := controlplane.FreeLoopbackAddress()
+	addrs, err := controlplane.FreeLoopbackAddresses(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	health, err := controlplane.FreeLoopbackAddress()
-	if err != nil {
-		t.Fatal(err)
-	}
+	metrics, health := addrs[0], addrs[1]
 	all := append([]string{
 		"--kubeconfig=" + env.virtual.KubeconfigPath,
 		"--metrics-bind-address=" + metrics,

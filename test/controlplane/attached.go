@@ -55,9 +55,23 @@ func (p *Process) Tail(n int) string { return p.p.tail(n) }
 // FreeLoopbackAddress returns 127.0.0.1:<port> with a port free right now,
 // for a process's listen flags.
 func FreeLoopbackAddress() (string, error) {
-	ports, err := freePorts(1)
+	addrs, err := FreeLoopbackAddresses(1)
 	if err != nil {
 		return "", err
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), nil
+	return addrs[0], nil
+}
+
+// FreeLoopbackAddresses returns n distinct free addresses on 127.0.0.1,
+// held open together while they are picked, so no two are the same port.
+func FreeLoopbackAddresses(n int) ([]string, error) {
+	ports, err := freePorts(n)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, len(ports))
+	for i, p := range ports {
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return addrs, nil
 }

@@ -76,7 +76,7 @@ func TestManagerBinary(t *testing.T) {
 		metrics := freeAddr(t)
 		cmd := exec.Command(binary, "--kubeconfig="+virtualCluster.KubeconfigPath, "--syncer-mode=in-process",
 			"--leader-elect", "--leader-elect-resource-name=mgr-binary", "--logging-format=json",
-			"--metrics-bind-address="+metrics, "--health-probe-bind-address="+freeAddr(t))
+			"--metrics-bind-address="+metrics, "--health-probe-bind-address=0")
 		logs := &lineBuffer{}
 		cmd.Stdout, cmd.Stderr = logs, logs
 		if err := cmd.Start(); err != nil {

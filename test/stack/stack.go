@@ -204,14 +204,11 @@ type Binary struct {
 // given kubeconfig, on free loopback ports for metrics and health, plus
 // args.
 func (s *Stack) StartBinary(name, bin, kubeconfig string, args ...string) (*Binary, error) {
-	metrics, err := controlplane.FreeLoopbackAddress()
+	addrs, err := controlplane.FreeLoopbackAddresses(2)
 	if err != nil {
 		return nil, err
 	}
-	health, err := controlplane.FreeLoopbackAddress()
-	if err != nil {
-		return nil, err
-	}
+	metrics, health := addrs[0], addrs[1]
 	all := append([]string{"--kubeconfig=" + kubeconfig, "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, args...)
 	p, err := s.Virtual.StartProcess(name, bin, all...)
 	if err != nil {
