@@ -222,3 +222,16 @@ func cpuTicks(pid int) (int64, error) {
 	}
 	return utime + stime, nil
 }
+
+// Main runs a benchmark program's run within timeout, stops every control
+// plane it started, and exits 1 with the error when run failed.
+func Main(timeout time.Duration, run func(ctx context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	err := run(ctx)
+	cancel()
+	controlplane.StopAll()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchmark failed: %v\n", err)
+		os.Exit(1)
+	}
+}

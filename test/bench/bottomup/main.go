@@ -55,14 +55,7 @@ func main() {
 	flag.Parse()
 	cfg.qps = float32(*qps)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
-	defer cancel()
-	if err := run(ctx, cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "benchmark failed: %v\n", err)
-		controlplane.StopAll()
-		os.Exit(1)
-	}
-	controlplane.StopAll()
+	benchenv.Main(45*time.Minute, func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
 func run(ctx context.Context, cfg config) error {

@@ -50,14 +50,7 @@ func main() {
 	flag.StringVar(&cfg.syncerBinary, "syncer", "bin/kubeocean-syncer", "path of the kubeocean-syncer binary")
 	flag.Parse()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	if err := run(ctx, cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "benchmark failed: %v\n", err)
-		controlplane.StopAll()
-		os.Exit(1)
-	}
-	controlplane.StopAll()
+	benchenv.Main(30*time.Minute, func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
 func run(ctx context.Context, cfg config) error {

@@ -55,14 +55,7 @@ func main() {
 	cfg.qps = float32(*qps)
 	klog.SetOutput(os.Stderr)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
-	defer cancel()
-	err := run(ctx, cfg)
-	controlplane.StopAll()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "benchmark failed: %v\n", err)
-		os.Exit(1)
-	}
+	benchenv.Main(60*time.Minute, func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
 func run(ctx context.Context, cfg config) error {
