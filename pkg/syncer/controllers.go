@@ -37,6 +37,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		VirtualNodes: virtualNodes, VirtualPods: virtualPods,
 		PhysicalAnswers: e.physicalHealth.Answers, KubeletEndpoint: e.kubeletEndpoint,
 		Recorder: p.Recorder, Metrics: p.Metrics, DrainTimeout: e.opts.DrainTimeout,
+		StatusUpdateInterval: e.opts.NodeStatusUpdateInterval,
 	})
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
 )
 
 // Sections of the syncer's --help.
@@ -30,6 +31,11 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	}
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout,
 		"How long a drained virtual node's pods are asked to leave through the eviction API (PodDisruptionBudgets may refuse) before they are deleted.")
+	if o.NodeStatusUpdateInterval == 0 {
+		o.NodeStatusUpdateInterval = node.DefaultStatusUpdateInterval
+	}
+	fs.DurationVar(&o.NodeStatusUpdateInterval, "node-status-update-interval", o.NodeStatusUpdateInterval,
+		"Shortest time between two status writes of one virtual node: capacity changes in between (pods of the physical node's own workloads coming and going) are written together, with the latest figures, at its end.")
 	fs.BoolVar(&o.SyncDaemonSetPods, "sync-daemonset-pods", o.SyncDaemonSetPods,
 		"Run the pods of DaemonSets placed on virtual nodes in the physical cluster (off: they stay Pending with a condition saying why).")
 	physical := fss.FlagSet(SectionPhysical)
@@ -44,6 +50,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.BindingName == "" {
 		errs = append(errs, errors.New("--cluster-binding is required"))
+	}
+	if o.NodeStatusUpdateInterval < 0 {
+		errs = append(errs, errors.New("--node-status-update-interval must not be negative"))
 	}
 	if err := o.Kubelet.Complete(); err != nil {
 		errs = append(errs, err)

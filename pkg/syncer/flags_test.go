@@ -3,6 +3,7 @@ package syncer
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
 )
@@ -21,6 +22,9 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if opts.NodeStatusUpdateInterval != time.Second {
+		t.Errorf("--node-status-update-interval defaults to %v, want 1s", opts.NodeStatusUpdateInterval)
+	}
 	if opts.BindingName != "b" || opts.Workers != 2 || opts.PodWorkers != 8 || opts.NodeWorkers != 3 ||
 		opts.PhysicalQPS != 12.5 || opts.PhysicalBurst != 25 || opts.VirtualAPIServer != "10.0.0.1:443" {
 		t.Fatalf("flags not applied: %+v", opts)
@@ -31,6 +35,7 @@ func TestFlags(t *testing.T) {
 		"--cluster-binding=b --physical-kube-api-qps=-5": `"--physical-kube-api-qps" flag: must be greater than 0`,
 		"--cluster-binding=b --physical-kube-api-qps=x":  `"--physical-kube-api-qps" flag: not a number`,
 		"--workers=2": "--cluster-binding is required",
+		"--cluster-binding=b --node-status-update-interval=-1s": "--node-status-update-interval must not be negative",
 	} {
 		if _, err := parse(strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", args, err, want)

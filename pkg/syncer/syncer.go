@@ -69,6 +69,9 @@ type Options struct {
 	// nodes in the physical cluster; off, they stay Pending with a
 	// condition saying why.
 	SyncDaemonSetPods bool
+	// NodeStatusUpdateInterval is the shortest time between two status
+	// writes of one virtual node; 0 is node.DefaultStatusUpdateInterval.
+	NodeStatusUpdateInterval time.Duration
 }
 
 // clusterClients are the typed clients of one cluster: those of the

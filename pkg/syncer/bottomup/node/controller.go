@@ -81,6 +81,10 @@ type Options struct {
 	// deletion taint's timeAdded; after it the pods left are deleted. 0
 	// deletes them at once.
 	DrainTimeout time.Duration
+	// StatusUpdateInterval is the shortest time between two status writes
+	// of one virtual node; changes in between are written together at its
+	// end. 0 means DefaultStatusUpdateInterval.
+	StatusUpdateInterval time.Duration
 }
 
 // Controller reconciles physical node names into virtual nodes.
@@ -104,12 +108,18 @@ type Controller struct {
 	// frozen are the nodes left as they are while a spec they depend on
 	// cannot be evaluated.
 	frozen *frozenNodes
+	// writes keeps writes against the latest resourceVersion and paces
+	// status writes.
+	writes *writes
 }
 
 // New builds the controller and registers its event handlers.
 func New(opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.StatusUpdateInterval <= 0 {
+		opts.StatusUpdateInterval = DefaultStatusUpdateInterval
 	}
 	if opts.PhysicalAnswers == nil {
 		opts.PhysicalAnswers = func() bool { return true }
@@ -134,6 +144,7 @@ func New(opts Options) (*Controller, error) {
 		kubeletEndpoint: opts.KubeletEndpoint,
 		drainTimeout:    opts.DrainTimeout,
 		frozen:          newFrozenNodes(),
+		writes:          newWrites(opts.StatusUpdateInterval),
 	}
 	c.Controller = controller.New(controller.Options[string]{
 		Name:      ControllerName,

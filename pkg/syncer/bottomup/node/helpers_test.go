@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -45,6 +47,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	virtual := kubefake.NewClientset()
+	versionNodes(virtual)
 	physicalFactory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
 	virtualFactory := kubeinformers.NewSharedInformerFactory(virtual, 0)
 	oceanPhysical := kubeoceaninformers.NewSharedInformerFactory(kubeoceanfake.NewClientset(), 0)
@@ -68,6 +71,9 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Most tests are about what is written, not when: no pacing unless a
+	// test sets it.
+	c.writes.interval = 0
 	f.c = c
 	f.bindings = opts.Bindings.Informer().GetIndexer()
 	f.policies = opts.Policies.Informer().GetIndexer()
@@ -76,6 +82,22 @@ func newFixture(t *testing.T) *fixture {
 	f.virtualNodes = opts.VirtualNodes.Informer().GetIndexer()
 	f.virtualPods = opts.VirtualPods.Informer().GetIndexer()
 	return f
+}
+
+// versionNodes makes the fake client give nodes a new resourceVersion on
+// every write, as the API server does; the object tracker alone leaves it
+// empty.
+func versionNodes(client *kubefake.Clientset) {
+	var version int
+	client.PrependReactor("*", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if a, ok := action.(interface{ GetObject() runtime.Object }); ok {
+			if node, ok := a.GetObject().(*corev1.Node); ok {
+				version++
+				node.ResourceVersion = strconv.Itoa(version)
+			}
+		}
+		return false, nil, nil
+	})
 }
 
 // compactingStore stores pods the way the foreign-pod informer's transform

@@ -106,10 +106,11 @@ func (c *Controller) inputs(key string) (nodeInputs, verdict, error) {
 func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Result, error) {
 	logger := klog.FromContext(ctx)
 	name := c.virtualNodeName(in.physical.Name)
-	current, err := c.virtualNodes.Get(name)
+	listed, err := c.virtualNodes.Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return controller.Result{}, err
 	}
+	current := c.writes.latest(name, listed)
 	if current != nil && !c.owns(current) {
 		return controller.Result{}, c.nameCollision(in, name)
 	}
@@ -130,9 +131,12 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 	if current == nil {
 		node := applyMetadata(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, desired)
 		node.Status = desired.status
-		if _, err := c.nodesClient.Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		created, err := c.nodesClient.Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
 			return controller.Result{}, c.createFailed(ctx, in, name, err)
 		}
+		c.writes.wrote(name, "", created)
+		c.writes.wroteStatus(name, c.clock.Now())
 		logger.Info("Created virtual node", "node", klog.KRef("", name), "physicalNode", in.physical.Name, "policy", in.policy.Name)
 		return controller.RequeueAfter(requeue), nil
 	}
@@ -140,26 +144,54 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 	updated := applyMetadata(current, desired)
 	if !equality.Semantic.DeepEqual(updated.ObjectMeta, current.ObjectMeta) || !equality.Semantic.DeepEqual(updated.Spec, current.Spec) {
 		if updated, err = c.nodesClient.Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-			return controller.Result{}, err
+			return controller.Result{}, c.writeFailed(name, err)
 		}
+		c.writes.wrote(name, current.ResourceVersion, updated)
 		logger.V(2).Info("Updated virtual node metadata", "node", klog.KObj(updated))
 	}
 	status := desiredStatus(updated.Status, desired.status)
 	if !c.physicalAnswers() {
 		status.Conditions = keepCondition(status.Conditions, updated.Status.Conditions, corev1.NodeReady)
 	}
-	if !equality.Semantic.DeepEqual(status, updated.Status) {
-		// A shallow copy: only the status differs, and the client only
-		// reads what it sends.
-		withStatus := *updated
-		withStatus.Status = status
-		updated = &withStatus
-		if _, err := c.nodesClient.Nodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-			return controller.Result{}, err
-		}
-		logger.V(2).Info("Updated virtual node status", "node", klog.KObj(updated))
+	if equality.Semantic.DeepEqual(status, updated.Status) {
+		return controller.RequeueAfter(requeue), nil
 	}
+	now := c.clock.Now()
+	if wait := c.writes.statusWait(name, now); wait > 0 {
+		// Coalesce: the requeue at the end of the interval writes the
+		// figures of that moment.
+		return controller.RequeueAfter(sooner(requeue, wait)), nil
+	}
+	// A shallow copy: only the status differs, and the client only reads
+	// what it sends.
+	withStatus := *updated
+	withStatus.Status = status
+	written, err := c.nodesClient.Nodes().UpdateStatus(ctx, &withStatus, metav1.UpdateOptions{})
+	if err != nil {
+		return controller.Result{}, c.writeFailed(name, err)
+	}
+	c.writes.wrote(name, updated.ResourceVersion, written)
+	c.writes.wroteStatus(name, now)
+	logger.V(2).Info("Updated virtual node status", "node", klog.KObj(written))
 	return controller.RequeueAfter(requeue), nil
+}
+
+// writeFailed forgets what was written to a node whose write the API server
+// refused for its version or existence: the informer's copy is the one to
+// trust again.
+func (c *Controller) writeFailed(name string, err error) error {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		c.writes.forgetWritten(name)
+	}
+	return err
+}
+
+// sooner returns the shorter of two requeue delays, where 0 means none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // windowTaint evaluates the policy's time windows: outside them it sets

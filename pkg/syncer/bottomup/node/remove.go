@@ -25,21 +25,26 @@ import (
 // when force is set (the physical node is being deleted), they are deleted.
 func (c *Controller) remove(ctx context.Context, name, reason string, force bool) (controller.Result, error) {
 	logger := klog.FromContext(ctx).WithValues("node", klog.KRef("", name))
-	node, err := c.virtualNodes.Get(name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	listed, err := c.virtualNodes.Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return controller.Result{}, err
+	}
+	node := c.writes.latest(name, listed)
+	if node == nil {
+		c.writes.forget(name)
+		return controller.Result{}, nil
 	}
 	if !c.owns(node) {
 		return controller.Result{}, nil
 	}
 
 	if findTaint(node.Spec.Taints, kubeoceanv1alpha1.TaintVirtualNodeDeleting) == nil {
-		if node, err = c.taintDeleting(ctx, node); err != nil {
-			return controller.Result{}, err
+		tainted, err := c.taintDeleting(ctx, node)
+		if err != nil {
+			return controller.Result{}, c.writeFailed(name, err)
 		}
+		c.writes.wrote(name, node.ResourceVersion, tainted)
+		node = tainted
 		logger.Info("Draining virtual node", "reason", reason)
 		c.recorder.Eventf(node, corev1.EventTypeNormal, "Draining", "Removing the virtual node: %s", reason)
 	}
@@ -62,6 +67,7 @@ func (c *Controller) remove(ctx context.Context, name, reason string, force bool
 	if err != nil && !apierrors.IsNotFound(err) {
 		return controller.Result{}, err
 	}
+	c.writes.forget(name)
 	logger.Info("Deleted virtual node", "reason", reason)
 	return controller.Result{}, nil
 }

@@ -1,0 +1,141 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// syncUnseen reconciles key without feeding the result back into the
+// virtual node lister: the informer has not caught up yet.
+func (f *fixture) syncUnseen(key string) {
+	f.t.Helper()
+	f.virtual.ClearActions()
+	if _, err := f.c.sync(context.Background(), key); err != nil {
+		f.t.Fatalf("sync(%s): %v", key, err)
+	}
+}
+
+func wantCPU(t *testing.T, f *fixture, want string) {
+	t.Helper()
+	if got := f.virtualNode(vnode).Status.Allocatable.Cpu(); got.Cmp(resource.MustParse(want)) != 0 {
+		t.Fatalf("allocatable cpu = %v, want %s", got, want)
+	}
+}
+
+func TestStatusWritesOfANodeAreAtLeastAnIntervalApart(t *testing.T) {
+	f := newFixture(t)
+	f.c.writes.interval = time.Second
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	f.sync("node-a")
+	wantCPU(t, f, "8")
+
+	// Two changes within the interval of the create: no write, and a
+	// requeue at the interval's end.
+	f.add(f.foreignPods, foreignPod("a", "node-a", "1", corev1.PodRunning))
+	result := f.sync("node-a")
+	wantWrites(t, f)
+	if result.RequeueAfter <= 0 || result.RequeueAfter > time.Second {
+		t.Fatalf("requeue after %v, want within the interval", result.RequeueAfter)
+	}
+	f.clock.Step(400 * time.Millisecond)
+	f.add(f.foreignPods, foreignPod("b", "node-a", "2", corev1.PodRunning))
+	result = f.sync("node-a")
+	wantWrites(t, f)
+	if result.RequeueAfter != 600*time.Millisecond {
+		t.Fatalf("requeue after %v, want the 600ms left of the interval", result.RequeueAfter)
+	}
+
+	// At the end of the interval: one write with the latest figure.
+	f.clock.Step(600 * time.Millisecond)
+	f.sync("node-a")
+	wantWrites(t, f, "update nodes/status")
+	wantCPU(t, f, "5")
+
+	// A change that needs no status write is not held back by the pacing,
+	// and a metadata change is made at once.
+	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1"}))
+	f.sync("node-a")
+	wantWrites(t, f, "update nodes")
+}
+
+func TestWritesAgainstTheVersionItWroteWhileTheInformerIsBehind(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+
+	// The informer has not seen the created node: no second create.
+	f.syncUnseen("node-a")
+	wantWrites(t, f, "create nodes")
+	f.add(f.foreignPods, foreignPod("a", "node-a", "1", corev1.PodRunning))
+	f.syncUnseen("node-a")
+	wantWrites(t, f, "update nodes/status")
+	wantCPU(t, f, "7")
+
+	// A metadata write and a status write in a row, the informer still at
+	// the first version: each write is made against the version the one
+	// before returned.
+	f.refreshVirtualNodes()
+	listed := f.virtualNode(vnode).ResourceVersion
+	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1"}))
+	f.add(f.foreignPods, foreignPod("b", "node-a", "2", corev1.PodRunning))
+	f.syncUnseen("node-a")
+	wantWrites(t, f, "update nodes", "update nodes/status")
+	f.add(f.foreignPods, foreignPod("c", "node-a", "1", corev1.PodRunning))
+	var sentVersion string
+	f.virtual.PrependReactor("update", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		sentVersion = action.(k8stesting.UpdateAction).GetObject().(*corev1.Node).ResourceVersion
+		return false, nil, nil
+	})
+	latest := f.virtualNode(vnode).ResourceVersion
+	f.syncUnseen("node-a")
+	wantWrites(t, f, "update nodes/status")
+	if sentVersion != latest || sentVersion == listed {
+		t.Fatalf("status written against version %q, want the latest written %q (the informer holds %q)", sentVersion, latest, listed)
+	}
+	wantCPU(t, f, "4")
+
+	// Once the informer shows it, nothing is remembered any more.
+	f.refreshVirtualNodes()
+	f.sync("node-a")
+	wantWrites(t, f)
+	if len(f.c.writes.written) != 0 {
+		t.Fatalf("remembered writes of %d nodes after the informer caught up", len(f.c.writes.written))
+	}
+}
+
+func TestAnotherWritersVersionIsTrusted(t *testing.T) {
+	w := newWrites(time.Second)
+	node := func(version string) *corev1.Node {
+		n := &corev1.Node{}
+		n.ResourceVersion = version
+		return n
+	}
+	w.wrote("n", "1", node("2"))
+	if got := w.latest("n", node("1")); got.ResourceVersion != "2" {
+		t.Fatalf("informer behind: got version %s, want 2", got.ResourceVersion)
+	}
+	if got := w.latest("n", node("5")); got.ResourceVersion != "5" {
+		t.Fatalf("another writer's newer version: got %s, want 5", got.ResourceVersion)
+	}
+	if _, ok := w.written["n"]; ok {
+		t.Fatal("the written object is still remembered after the informer moved past it")
+	}
+
+	w.wrote("n", "", node("7"))
+	if got := w.latest("n", nil); got == nil || got.ResourceVersion != "7" {
+		t.Fatalf("a created node the informer has not seen: got %v, want version 7", got)
+	}
+	w.forget("n")
+	if got := w.latest("n", nil); got != nil {
+		t.Fatalf("a forgotten node: got %v, want nil", got)
+	}
+}
