@@ -17,7 +17,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Packages that start real control planes (etcd, kube-apiserver, ...).
 INTEGRATION_PKGS := ./test/...
 
-.PHONY: all build test test-unit test-integration test-demo demo images verify verify-cold codegen crds charts testbin fmt vet clean bench-bottomup bench-topdown bench-kubelet
+.PHONY: all build test test-unit test-integration test-demo demo images verify verify-cold codegen crds charts testbin fmt vet clean bench-bottomup bench-topdown bench-kubelet bench-churn
 
 all: build
 
@@ -96,6 +96,10 @@ bench-bottomup: build testbin
 ## bench-topdown: top-down syncer figures on real clusters (design.md §5); prints a table
 bench-topdown: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/topdown --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)
+
+## bench-churn: foreign-pod churn on lent nodes: status writes per node per second, 409s, settling time (BENCH_ARGS=--nodes=1000 for the large run)
+bench-churn: build testbin
+	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/churn --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)
 
 ## bench-kubelet: kubelet API figures on real clusters (logs, exec, 200 follows; design.md §5); prints a table
 bench-kubelet: build testbin

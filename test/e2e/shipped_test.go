@@ -105,6 +105,12 @@ func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.B
 	physicalKubeconfig, err := s.PhysicalSyncerKubeconfig(ctx)
 	step(t, "physical kubeconfig", err)
 	step(t, "bind", s.Bind(ctx, physicalKubeconfig))
+	// The shipped API Priority and Fairness objects classify Kubeocean's
+	// requests in both clusters.
+	checkClassified(t, s.Physical, physicalKubeconfig)
+	virtualKubeconfig, err := s.VirtualKubeconfig(ctx, stack.SystemNamespace, stack.ManagerAccount)
+	step(t, "virtual kubeconfig of the manager", err)
+	checkClassified(t, s.Virtual, virtualKubeconfig)
 	binaries := start(t)
 	// The manager checks with access reviews that the Secret's credentials
 	// (the shipped physical RBAC) allow everything the syncer needs.
@@ -127,6 +133,8 @@ func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.B
 	for _, b := range binaries {
 		b.Stop()
 	}
+	checkDispatched(t, s.Virtual, 100)
+	checkDispatched(t, s.Physical, 100)
 	checkAudit(t, s.Physical, "manifests/rbac/physical", csiBindingYAML, map[string][]string{
 		stack.SyncerAccount: physicalSyncerUnusedOK,
 	})

@@ -191,7 +191,6 @@ func (s *Syncer) Footprint(ctx context.Context, settle time.Duration) (rssMiB, c
 	if err != nil {
 		return 0, 0, err
 	}
-	const ticksPerSecond = 100 // USER_HZ on Linux
 	return float64(rss) / 1024, float64(after-before) / ticksPerSecond / window.Seconds() * 100, nil
 }
 
