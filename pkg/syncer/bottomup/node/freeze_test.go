@@ -107,7 +107,7 @@ func TestUnevaluableConfigurationFreezesNodes(t *testing.T) {
 			f.add(f.bindings, good)
 			f.add(f.policies, lender)
 			f.sync("node-a")
-			wantWrites(t, f, "update nodes/status")
+			wantWrites(t, f, "patch nodes/status")
 			if got := f.virtualNode(vnode).Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("6")) != 0 {
 				t.Fatalf("cpu after the fix = %v, want 6", got)
 			}

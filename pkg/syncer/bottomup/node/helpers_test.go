@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -86,14 +88,34 @@ func newFixture(t *testing.T) *fixture {
 
 // versionNodes makes the fake client give nodes a new resourceVersion on
 // every write, as the API server does; the object tracker alone leaves it
-// empty.
+// empty, and keeps it on patches.
 func versionNodes(client *kubefake.Clientset) {
 	var version int
+	next := func() string { version++; return strconv.Itoa(version) }
 	client.PrependReactor("*", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if a, ok := action.(interface{ GetObject() runtime.Object }); ok {
+		switch a := action.(type) {
+		case k8stesting.PatchAction:
+			obj, err := client.Tracker().Get(a.GetResource(), "", a.GetName())
+			if err != nil {
+				return true, nil, err
+			}
+			current, err := json.Marshal(obj)
+			if err != nil {
+				return true, nil, err
+			}
+			patched, err := strategicpatch.StrategicMergePatch(current, a.GetPatch(), corev1.Node{})
+			if err != nil {
+				return true, nil, err
+			}
+			node := &corev1.Node{}
+			if err := json.Unmarshal(patched, node); err != nil {
+				return true, nil, err
+			}
+			node.ResourceVersion = next()
+			return true, node, client.Tracker().Update(a.GetResource(), node, "")
+		case interface{ GetObject() runtime.Object }:
 			if node, ok := a.GetObject().(*corev1.Node); ok {
-				version++
-				node.ResourceVersion = strconv.Itoa(version)
+				node.ResourceVersion = next()
 			}
 		}
 		return false, nil, nil

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -162,18 +165,37 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 		// figures of that moment.
 		return controller.RequeueAfter(sooner(requeue, wait)), nil
 	}
-	// A shallow copy: only the status differs, and the client only reads
-	// what it sends.
-	withStatus := *updated
-	withStatus.Status = status
-	written, err := c.nodesClient.Nodes().UpdateStatus(ctx, &withStatus, metav1.UpdateOptions{})
+	written, err := c.patchStatus(ctx, updated, status)
 	if err != nil {
 		return controller.Result{}, c.writeFailed(name, err)
 	}
 	c.writes.wrote(name, updated.ResourceVersion, written)
-	c.writes.wroteStatus(name, now)
+	// From the answer, not the request: the next write then reaches the
+	// API server at least an interval after this one was made.
+	c.writes.wroteStatus(name, c.clock.Now())
 	logger.V(2).Info("Updated virtual node status", "node", klog.KObj(written))
 	return controller.RequeueAfter(requeue), nil
+}
+
+// patchStatus writes the difference between node's status and status as a
+// strategic merge patch, as kubelets do: it carries no resourceVersion, so
+// a concurrent writer of other fields (the virtual cluster's node lifecycle
+// controller, marking the node Unknown) never makes it fail with a
+// conflict, and it changes only the fields whose values Kubeocean changes.
+func (c *Controller) patchStatus(ctx context.Context, node *corev1.Node, status corev1.NodeStatus) (*corev1.Node, error) {
+	before, err := json.Marshal(corev1.Node{Status: node.Status})
+	if err != nil {
+		return nil, err
+	}
+	after, err := json.Marshal(corev1.Node{Status: status})
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(before, after, corev1.Node{})
+	if err != nil {
+		return nil, err
+	}
+	return c.nodesClient.Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 }
 
 // writeFailed forgets what was written to a node whose write the API server

@@ -79,7 +79,7 @@ func TestForeignPodChangesCapacityOnlyInStatus(t *testing.T) {
 
 	f.add(f.foreignPods, foreignPod("batch", "node-a", "1500m", corev1.PodRunning))
 	f.sync("node-a")
-	wantWrites(t, f, "update nodes/status")
+	wantWrites(t, f, "patch nodes/status")
 	if got := f.virtualNode(vnode).Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("6500m")) != 0 {
 		t.Fatalf("cpu = %v, want 6500m", got)
 	}
@@ -103,7 +103,7 @@ func TestHeartbeatAloneCausesNoWrite(t *testing.T) {
 	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
 	f.add(f.physicalNodes, notReady)
 	f.sync("node-a")
-	wantWrites(t, f, "update nodes/status")
+	wantWrites(t, f, "patch nodes/status")
 }
 
 func TestUserEditsSurviveAndStaleOnesGo(t *testing.T) {
@@ -347,7 +347,7 @@ func TestNotReadyDoesNotFightTheLifecycleController(t *testing.T) {
 	ready.Status.Conditions[0].Status, ready.Status.Conditions[0].Reason = corev1.ConditionTrue, "KubeletReady"
 	f.add(f.physicalNodes, ready)
 	f.sync("node-a")
-	wantWrites(t, f, "update nodes/status")
+	wantWrites(t, f, "patch nodes/status")
 	if got := f.virtualNode(vnode).Status.Conditions[0].Status; got != corev1.ConditionTrue {
 		t.Fatalf("Ready = %s after the physical node recovered", got)
 	}
@@ -439,7 +439,7 @@ func TestReadyIsNotRewrittenWhileThePhysicalClusterDoesNotAnswer(t *testing.T) {
 
 	answers = true
 	f.sync("node-a")
-	wantWrites(t, f, "update nodes/status")
+	wantWrites(t, f, "patch nodes/status")
 	if got := f.virtualNode(vnode).Status.Conditions[0].Status; got != corev1.ConditionTrue {
 		t.Errorf("Ready = %s once the physical cluster answers, want True", got)
 	}

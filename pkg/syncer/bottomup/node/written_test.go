@@ -56,7 +56,7 @@ func TestStatusWritesOfANodeAreAtLeastAnIntervalApart(t *testing.T) {
 	// At the end of the interval: one write with the latest figure.
 	f.clock.Step(600 * time.Millisecond)
 	f.sync("node-a")
-	wantWrites(t, f, "update nodes/status")
+	wantWrites(t, f, "patch nodes/status")
 	wantCPU(t, f, "5")
 
 	// A change that needs no status write is not held back by the pacing,
@@ -77,31 +77,34 @@ func TestWritesAgainstTheVersionItWroteWhileTheInformerIsBehind(t *testing.T) {
 	wantWrites(t, f, "create nodes")
 	f.add(f.foreignPods, foreignPod("a", "node-a", "1", corev1.PodRunning))
 	f.syncUnseen("node-a")
-	wantWrites(t, f, "update nodes/status")
+	wantWrites(t, f, "patch nodes/status")
 	wantCPU(t, f, "7")
 
-	// A metadata write and a status write in a row, the informer still at
-	// the first version: each write is made against the version the one
-	// before returned.
+	// A status write, then a metadata write, the informer still at the
+	// version before both: the metadata update is made against the version
+	// the status write returned, which the API server would otherwise
+	// refuse with 409 Conflict.
 	f.refreshVirtualNodes()
 	listed := f.virtualNode(vnode).ResourceVersion
-	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1"}))
 	f.add(f.foreignPods, foreignPod("b", "node-a", "2", corev1.PodRunning))
 	f.syncUnseen("node-a")
-	wantWrites(t, f, "update nodes", "update nodes/status")
-	f.add(f.foreignPods, foreignPod("c", "node-a", "1", corev1.PodRunning))
+	wantWrites(t, f, "patch nodes/status")
+	wantCPU(t, f, "5")
 	var sentVersion string
 	f.virtual.PrependReactor("update", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		sentVersion = action.(k8stesting.UpdateAction).GetObject().(*corev1.Node).ResourceVersion
 		return false, nil, nil
 	})
 	latest := f.virtualNode(vnode).ResourceVersion
+	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1"}))
 	f.syncUnseen("node-a")
-	wantWrites(t, f, "update nodes/status")
+	wantWrites(t, f, "update nodes")
 	if sentVersion != latest || sentVersion == listed {
-		t.Fatalf("status written against version %q, want the latest written %q (the informer holds %q)", sentVersion, latest, listed)
+		t.Fatalf("metadata written against version %q, want the latest written %q (the informer holds %q)", sentVersion, latest, listed)
 	}
-	wantCPU(t, f, "4")
+	if got := f.virtualNode(vnode); got.Labels["zone"] != "z1" || got.Status.Allocatable.Cpu().Cmp(resource.MustParse("5")) != 0 {
+		t.Fatalf("node after both writes: labels %v, cpu %v", got.Labels, got.Status.Allocatable.Cpu())
+	}
 
 	// Once the informer shows it, nothing is remembered any more.
 	f.refreshVirtualNodes()
