@@ -74,7 +74,7 @@ func (s *nodeServer) route(mux *http.ServeMux, pattern, op string, serve func(ht
 		logger := klog.FromContext(r.Context()).WithValues("node", s.node, "operation", op)
 		r = r.WithContext(klog.NewContext(r.Context(), logger))
 
-		u, err := s.auth.check(r, s.node)
+		u, err := check(s.auth, r, s.node)
 		if err == nil {
 			logger.V(4).Info("Kubelet API request", "user", u.GetName(), "path", r.URL.Path)
 			streams := s.metrics.openStreams.WithLabelValues(op)
