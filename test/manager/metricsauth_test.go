@@ -54,7 +54,9 @@ func checkSecureMetrics(t *testing.T, binary string) {
 		if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+		})
 	}
 	tokens := map[string]string{}
 	for account, role := range map[string]string{"metrics-nobody": "", "metrics-reader": shippedReader.Name, "metrics-profiler": profiler.Name} {
