@@ -123,6 +123,9 @@ func (c Command) validate() error {
 	if err := logsapi.ValidateAndApply(c.Options.Logging, nil); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Options.Serving.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Validate != nil {
 		if err := c.Validate(); err != nil {
 			errs = append(errs, err)

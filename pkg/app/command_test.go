@@ -106,6 +106,7 @@ func TestExecuteRefusesBadFlags(t *testing.T) {
 		{[]string{"--name=a", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"--name=a", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--name=a", "--logging-format=yaml"}, `Unsupported log format`},
+		{[]string{"--name=a", "--metrics-cert-dir=/certs"}, "--metrics-cert-dir needs --metrics-secure"},
 		{nil, "--name is required"},
 	}
 	for _, tt := range tests {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -123,7 +124,7 @@ func startServers(ctx context.Context, opts serving.Options, p *Process) ([]*ser
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		handler = mux
 	}
-	metrics, err := serving.Start(ctx, opts.MetricsBindAddress, handler)
+	metrics, err := startMetrics(ctx, opts, handler, p)
 	if err != nil {
 		return nil, fmt.Errorf("serving metrics: %w", err)
 	}
@@ -132,6 +133,29 @@ func startServers(ctx context.Context, opts serving.Options, p *Process) ([]*ser
 		return []*serving.Server{metrics}, fmt.Errorf("serving health probes: %w", err)
 	}
 	return []*serving.Server{metrics, health}, nil
+}
+
+// startMetrics serves handler on the metrics address: plain, or with
+// --metrics-secure over HTTPS to the callers that the process's own
+// cluster authenticates and authorizes.
+func startMetrics(ctx context.Context, opts serving.Options, handler http.Handler, p *Process) (*serving.Server, error) {
+	if !opts.MetricsSecure || serving.Disabled(opts.MetricsBindAddress) {
+		return serving.Start(ctx, opts.MetricsBindAddress, handler)
+	}
+	auth, err := serving.NewDelegatingAuth(p.Kube, "metrics-client-ca")
+	if err != nil {
+		return nil, err
+	}
+	var certFile, keyFile string
+	if opts.MetricsCertDir != "" {
+		certFile = filepath.Join(opts.MetricsCertDir, serving.CertFileName)
+		keyFile = filepath.Join(opts.MetricsCertDir, serving.KeyFileName)
+	}
+	cert, err := serving.NewCertificate("metrics", certFile, keyFile, p.Options.Component)
+	if err != nil {
+		return nil, err
+	}
+	return serving.StartSecure(ctx, opts.MetricsBindAddress, handler, auth, cert)
 }
 
 func setupAndRun(ctx context.Context, p *Process, setup Setup) error {

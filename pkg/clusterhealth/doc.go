@@ -14,4 +14,7 @@
 // backoff cannot be configured through the shared informer factories; a
 // request that waits instead keeps it from growing, so informers resume
 // within a second of the apiserver answering again.
+//
+// Not part of Kubeocean's library: this package is implementation, with no
+// compatibility promise; it may change in any release. See docs/library.md.
 package clusterhealth

@@ -1,12 +1,3 @@
-// Package intern makes strings that repeat across many cached objects
-// (label keys and values, node conditions, namespace and node names) share
-// one copy. Objects decoded from the API hold a private copy of every
-// string; across thousands of nodes and pods these copies add up to
-// megabytes that say the same thing.
-//
-// Interned strings are ordinary strings: nothing changes for readers. A
-// string interned here stays reachable only as long as some object holds
-// it (the canonical copies are weakly held by the unique package).
 package intern
 
 import "unique"

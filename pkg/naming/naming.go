@@ -1,6 +1,3 @@
-// Package naming derives the names Kubeocean gives to the objects it
-// creates. The rules are part of the contract (design.md §2), so they never
-// change for existing objects.
 package naming
 
 import (

@@ -1,6 +1,3 @@
-// Package resources does the capacity arithmetic of virtual nodes: what a
-// physical pod holds on its node, as the scheduler counts it, and how much of
-// a node a ResourceLeasingPolicy lends.
 package resources
 
 import (

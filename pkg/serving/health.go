@@ -1,6 +1,3 @@
-// Package serving provides the HTTP endpoints every Kubeocean binary serves:
-// Prometheus metrics, and health (liveness) and readiness probes built from
-// named checks, plus a runner that shuts the servers down gracefully.
 package serving
 
 import (

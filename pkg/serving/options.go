@@ -1,6 +1,10 @@
 package serving
 
-import "github.com/spf13/pflag"
+import (
+	"errors"
+
+	"github.com/spf13/pflag"
+)
 
 const (
 	// DefaultMetricsBindAddress is where /metrics is served unless overridden.
@@ -9,10 +13,24 @@ const (
 	DefaultHealthProbeBindAddress = ":8081"
 )
 
-// Options are the bind addresses of the two servers. "0" or "" disables a server.
+// Names of the key pair in --metrics-cert-dir: those of a Secret of type
+// kubernetes.io/tls mounted as a volume.
+const (
+	CertFileName = "tls.crt"
+	KeyFileName  = "tls.key"
+)
+
+// Options are the bind addresses of the two servers and how the metrics
+// server is protected. "0" or "" disables a server.
 type Options struct {
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
+	// MetricsSecure serves the metrics address (metrics and profiles) over
+	// HTTPS to callers that the apiserver authenticates and authorizes.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key of the metrics server,
+	// reloaded when they change; "" uses a self-signed certificate.
+	MetricsCertDir string
 }
 
 // NewOptions returns the defaults.
@@ -23,11 +41,24 @@ func NewOptions() Options {
 	}
 }
 
-// AddFlags registers --metrics-bind-address and --health-probe-bind-address,
-// defaulting to the current values of o.
+// AddFlags registers the flags of the two servers, defaulting to the
+// current values of o.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		`The address the /metrics endpoint binds to, e.g. ":8080"; "0" disables it.`)
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"Serve /metrics and /debug/pprof over HTTPS, only to callers that the API server of --kubeconfig authenticates (bearer token through a TokenReview, or a client certificate of its client CA) "+
+			"and authorizes for the path (SubjectAccessReview on the non-resource URL, e.g. RBAC nonResourceURLs [\"/metrics\"], verb get). The health probes stay plain HTTP.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
+		"Folder holding "+CertFileName+" and "+KeyFileName+" (e.g. a mounted kubernetes.io/tls Secret) served with --metrics-secure, reloaded when they change. Empty: a self-signed certificate made at start-up.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		`The address the /healthz and /readyz endpoints bind to, e.g. ":8081"; "0" disables them.`)
+}
+
+// Validate reports settings that cannot work together.
+func (o *Options) Validate() error {
+	if o.MetricsCertDir != "" && !o.MetricsSecure {
+		return errors.New("--metrics-cert-dir needs --metrics-secure")
+	}
+	return nil
 }

@@ -2,10 +2,12 @@ package serving
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -37,15 +39,29 @@ func Serve(ctx context.Context, addr string, h http.Handler) error {
 
 // Server is an HTTP server started by Start.
 type Server struct {
-	addr string
-	done chan struct{}
-	err  error
+	addr   string
+	scheme string
+	done   chan struct{}
+	err    error
 }
 
 // Start listens on addr synchronously and serves h in the background until
 // ctx is done. Unlike Serve it lets the caller check the listen error and then
 // carry on, collecting the outcome later with Wait.
 func Start(ctx context.Context, addr string, h http.Handler) (*Server, error) {
+	return start(ctx, addr, h, nil)
+}
+
+// StartSecure is Start over TLS with cert, serving h only to the callers
+// auth lets through (see Protect). The server keeps cert's files and
+// auth's client CA current while it runs.
+func StartSecure(ctx context.Context, addr string, h http.Handler, auth *Auth, cert *Certificate) (*Server, error) {
+	return start(ctx, addr, Protect(h, auth), cert.TLSConfig(), cert.Run, auth.Run)
+}
+
+// start serves h on addr, over TLS when tlsConfig is set, and runs each of
+// background as long as the server.
+func start(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Config, background ...func(context.Context)) (*Server, error) {
 	if Disabled(addr) {
 		done := make(chan struct{})
 		close(done)
@@ -63,8 +79,13 @@ func Start(ctx context.Context, addr string, h http.Handler) (*Server, error) {
 		// lets in-flight requests finish instead of aborting them.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	server := &Server{addr: listener.Addr().String(), done: make(chan struct{})}
-	go server.run(ctx, httpServer, listener)
+	scheme := "http"
+	if tlsConfig != nil {
+		listener = tls.NewListener(listener, tlsConfig)
+		scheme = "https"
+	}
+	server := &Server{addr: listener.Addr().String(), scheme: scheme, done: make(chan struct{})}
+	go server.run(ctx, httpServer, listener, background)
 	return server, nil
 }
 
@@ -81,10 +102,18 @@ func (s *Server) Wait() error {
 	return s.err
 }
 
-func (s *Server) run(ctx context.Context, httpServer *http.Server, listener net.Listener) {
+func (s *Server) run(ctx context.Context, httpServer *http.Server, listener net.Listener, background []func(context.Context)) {
 	defer close(s.done)
-	logger := klog.FromContext(ctx).WithValues("address", s.addr)
+	logger := klog.FromContext(ctx).WithValues("address", s.addr, "scheme", s.scheme)
 	logger.Info("Serving HTTP")
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	backgroundCtx, stopBackground := context.WithCancel(ctx)
+	defer stopBackground()
+	for _, f := range background {
+		wg.Go(func() { f(backgroundCtx) })
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.Serve(listener) }()

@@ -84,3 +84,11 @@ func writeClientCerts(dir string) (clientCertFiles, error) {
 	}
 	return files, nil
 }
+
+// KubeletClientCertificate returns the files of the apiserver's kubelet
+// client certificate (user KubeletClientUser, signed by the client CA that
+// delegating servers trust), to call such a server with a client
+// certificate the way the apiserver does.
+func (c *Cluster) KubeletClientCertificate() (certFile, keyFile string) {
+	return c.certs.kubeletCert, c.certs.kubeletKey
+}

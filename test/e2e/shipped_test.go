@@ -122,6 +122,7 @@ func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.B
 
 	createWorkload(t)
 	useKubeletAPI(t)
+	scrapeKubeoceanMetrics(t, binaries)
 	changeWorkload(t)
 	deleteVolumeWorkload(t)
 	// Unbinding with the application still running: the syncer drains the

@@ -126,12 +126,29 @@ func TestChartValues(t *testing.T) {
 	t.Run("optional objects", func(t *testing.T) {
 		got := helmTemplate(t, virtualChart, "--set", "priorityClass.name=kubeocean-critical",
 			"--set", "priorityClass.create=true", "--set", "podDisruptionBudget.enabled=true",
-			"--set", "metrics.serviceMonitor.enabled=true")
+			"--set", "metrics.serviceMonitor.enabled=true",
+			"--set", "metrics.serviceMonitor.prometheusServiceAccount.name=prometheus",
+			"--set", "metrics.serviceMonitor.prometheusServiceAccount.namespace=monitoring")
 		for _, k := range []string{"PriorityClass kubeocean-critical", "PodDisruptionBudget kubeocean-system/kubeocean-manager",
-			"Service kubeocean-system/kubeocean-manager-metrics", "ServiceMonitor kubeocean-system/kubeocean-manager"} {
+			"Service kubeocean-system/kubeocean-manager-metrics", "ServiceMonitor kubeocean-system/kubeocean-manager",
+			"Service kubeocean-system/kubeocean-syncer-metrics", "ServiceMonitor kubeocean-system/kubeocean-syncer",
+			"ClusterRoleBinding kubeocean-metrics-reader"} {
 			if _, ok := got[k]; !ok {
 				t.Errorf("no %s in %v", k, got.keys())
 			}
+		}
+		// Both binaries serve /metrics with --metrics-secure: the monitors
+		// scrape over HTTPS with Prometheus's token, which the shipped
+		// reader role allows.
+		for _, name := range []string{"kubeocean-manager", "kubeocean-syncer"} {
+			endpoints, _ := nestedMap(got["ServiceMonitor kubeocean-system/"+name], "spec")["endpoints"].([]any)
+			endpoint, _ := endpoints[0].(map[string]any)
+			if len(endpoints) != 1 || endpoint["scheme"] != "https" || endpoint["bearerTokenFile"] == nil {
+				t.Errorf("ServiceMonitor %s scrapes %v, want https with the bearer token", name, endpoints)
+			}
+		}
+		if _, ok := got["ClusterRole kubeocean-metrics-reader"]; !ok {
+			t.Errorf("no ClusterRole kubeocean-metrics-reader in %v", got.keys())
 		}
 		spec := nestedMap(got["Deployment kubeocean-system/kubeocean-manager"], "spec", "template", "spec")
 		if spec["priorityClassName"] != "kubeocean-critical" {

@@ -33,7 +33,9 @@ import (
 // TestManagerBinary checks the built kubeocean-manager as an operator runs
 // it: --version, refused flags, JSON logs that name the version and the
 // settings, the build-info metric, and an exit after SIGTERM well within
-// the shipped termination grace period while a syncer runs in it.
+// the shipped termination grace period while a syncer runs in it; and,
+// with --metrics-secure, metrics and profiles only for the callers the
+// virtual apiserver authenticates and authorizes.
 func TestManagerBinary(t *testing.T) {
 	binary := filepath.Join(t.TempDir(), "kubeocean-manager")
 	build := exec.Command("go", "build", "-o", binary, "../../cmd/kubeocean-manager")
@@ -64,6 +66,10 @@ func TestManagerBinary(t *testing.T) {
 				t.Errorf("%s: %v, stderr %q, want exit 2 and %q", tc.flag, err, stderr.String(), tc.want)
 			}
 		}
+	})
+
+	t.Run("metrics and profiles only for whom the apiserver authorizes", func(t *testing.T) {
+		checkSecureMetrics(t, binary)
 	})
 
 	t.Run("JSON logs, build info and a prompt shutdown", func(t *testing.T) {

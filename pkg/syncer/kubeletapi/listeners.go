@@ -203,16 +203,10 @@ func (s *Server) start(ctx context.Context, node string, port int) error {
 	if err != nil {
 		return err
 	}
-	tlsConfig := &tls.Config{
-		GetCertificate: s.opts.Certificate.GetCertificate,
-		// Verified by the authenticator against the virtual cluster's
-		// client CA, which may change while the listener runs.
-		ClientAuth: tls.RequestClientCert,
-		MinVersion: tls.VersionTLS12,
-		// Upgraded streams need HTTP/1.1: HTTP/2 cannot hand the
-		// connection over.
-		NextProtos: []string{"http/1.1"},
-	}
+	tlsConfig := s.opts.Certificate.TLSConfig()
+	// Upgraded streams need HTTP/1.1: HTTP/2 cannot hand the connection
+	// over.
+	tlsConfig.NextProtos = []string{"http/1.1"}
 	ns := &nodeServer{
 		node: node, auth: s.opts.Auth, resolver: s.resolver, physical: s.opts.Physical, streams: s.streams,
 		virtualNodes: s.opts.VirtualNodes.Lister(), statsEnabled: s.opts.StatsEnabled, metrics: s.opts.Metrics,

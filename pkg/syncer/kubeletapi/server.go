@@ -1,11 +1,3 @@
-// Package kubeletapi serves the kubelet API of a binding's virtual nodes:
-// the endpoints through which the virtual apiserver reaches a node for
-// kubectl logs, exec, attach, port-forward and for metrics-server's stats.
-// Each virtual node has a listener of its own (its port tells nodes apart,
-// which stats need); every request is authenticated and authorized
-// against the virtual cluster like a kubelet in webhook mode, resolved
-// through the top-down pod mapping, and served through the physical
-// apiserver with the syncer's identity.
 package kubeletapi
 
 import (
@@ -74,7 +66,7 @@ func (s *nodeServer) route(mux *http.ServeMux, pattern, op string, serve func(ht
 		logger := klog.FromContext(r.Context()).WithValues("node", s.node, "operation", op)
 		r = r.WithContext(klog.NewContext(r.Context(), logger))
 
-		u, err := s.auth.check(r, s.node)
+		u, err := check(s.auth, r, s.node)
 		if err == nil {
 			logger.V(4).Info("Kubelet API request", "user", u.GetName(), "path", r.URL.Path)
 			streams := s.metrics.openStreams.WithLabelValues(op)

@@ -1,11 +1,3 @@
-// Package unbind is the syncer's side of unbinding. While its binding
-// lives, it keeps the syncer's finalizer on the ClusterBinding. Once the
-// binding is deleted, the other controllers wind down on their own (the
-// node controller drains and removes the virtual nodes, the top-down
-// controllers delete physical pods and copies as their virtual objects go);
-// this controller waits for that, releases the binding's
-// ResourceLeasingPolicies, sweeps what is left of the binding in both
-// clusters, and then removes the finalizer so the manager can finish.
 package unbind
 
 import (

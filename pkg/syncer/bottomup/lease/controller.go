@@ -1,11 +1,3 @@
-// Package lease runs the node Lease controller of one ClusterBinding's
-// syncer. For every virtual node of the binding it keeps a Lease in the
-// virtual cluster's kube-node-lease namespace and renews it while the
-// physical node behind the virtual node is Ready. The virtual cluster's
-// node-lifecycle controller counts a renewed Lease as a heartbeat, so a
-// virtual node stays healthy exactly as long as its physical node is, and
-// goes Unknown (its pods then evicted) once the physical node is NotReady or
-// gone, the way a node whose kubelet stopped does.
 package lease
 
 import (

@@ -1,0 +1,27 @@
+// Package csrapproval decides which CertificateSigningRequests for a
+// kubelet API serving certificate the manager approves: only those of its
+// own syncers, for the addresses their pods have. A syncer asks the signer
+// kubernetes.io/kubelet-serving, which the virtual cluster's
+// kube-controller-manager signs with its cluster signing CA (the CA the
+// apiserver's --kubelet-certificate-authority trusts in kubeadm clusters);
+// the controller-manager never approves such requests itself, so without
+// an approver nothing is signed.
+//
+// The rules (Decide):
+//   - other signers, requests already approved or denied, and requests of
+//     users that are not a syncer of this manager are left alone (a node's
+//     kubelet asks the same signer; someone else approves those);
+//   - a syncer's request is approved only when it names a binding this
+//     manager runs (common name CommonName(binding), organization
+//     system:nodes, as the signer requires), asks only IP addresses of that
+//     binding's syncer pods (no DNS names, e-mail addresses or URIs), and
+//     only the usages of a serving certificate; any other is denied, with
+//     the reason.
+//
+// Not wired into the manager yet: the syncer side (a certificate manager
+// that requests, stores and rotates the certificate) is still to be built;
+// see docs/kubelet-api.md.
+//
+// Not part of Kubeocean's library: this package is implementation, with no
+// compatibility promise; it may change in any release. See docs/library.md.
+package csrapproval

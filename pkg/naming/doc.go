@@ -1,0 +1,7 @@
+// Package naming derives the names Kubeocean gives to the objects it
+// creates. The rules are part of the contract (design.md §2), so they never
+// change for existing objects.
+//
+// Not part of Kubeocean's library: this package is implementation, with no
+// compatibility promise; it may change in any release. See docs/library.md.
+package naming

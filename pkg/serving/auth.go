@@ -1,0 +1,167 @@
+package serving
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Where an apiserver publishes the CA of its client certificates, for the
+// servers that delegate authentication to it.
+const (
+	authenticationConfigMapNamespace = "kube-system"
+	authenticationConfigMapName      = "extension-apiserver-authentication"
+	clientCAKey                      = "client-ca-file"
+)
+
+// Cache lifetimes of the delegated checks, as a kubelet in webhook mode
+// uses them (authentication 2m, authorization 5m allowed / 30s denied).
+const (
+	tokenCacheTTL = 2 * time.Minute
+	allowCacheTTL = 5 * time.Minute
+	denyCacheTTL  = 30 * time.Second
+)
+
+// Auth authenticates and authorizes requests against a cluster's
+// apiserver, as a kubelet or an aggregated apiserver does: client
+// certificates signed by the apiserver's client CA and bearer tokens
+// through TokenReview, then a SubjectAccessReview of what was asked.
+// Anonymous requests are refused.
+type Auth struct {
+	Authenticator authenticator.Request
+	Authorizer    authorizer.Authorizer
+	// ClientCA verifies client certificates; nil when they are not
+	// accepted. Run keeps it in step with the cluster.
+	ClientCA *dynamiccertificates.ConfigMapCAController
+}
+
+// NewDelegatingAuth builds an Auth that asks the cluster of kube, with
+// cached answers. name tells its client-CA controller apart in logs. It
+// starts nothing: Run watches the client CA.
+//
+// The identity of kube needs create on tokenreviews and
+// subjectaccessreviews, and list and watch on the ConfigMap
+// kube-system/extension-apiserver-authentication.
+func NewDelegatingAuth(kube kubernetes.Interface, name string) (*Auth, error) {
+	clientCA, err := dynamiccertificates.NewDynamicCAFromConfigMapController(name,
+		authenticationConfigMapNamespace, authenticationConfigMapName, clientCAKey, kube)
+	if err != nil {
+		return nil, err
+	}
+	backoff := &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		TokenAccessReviewClient:            kube.AuthenticationV1(),
+		TokenAccessReviewTimeout:           10 * time.Second,
+		WebhookRetryBackoff:                backoff,
+		CacheTTL:                           tokenCacheTTL,
+		ClientCertificateCAContentProvider: clientCA,
+	}.New()
+	if err != nil {
+		return nil, err
+	}
+	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: kube.AuthorizationV1(),
+		AllowCacheTTL:             allowCacheTTL,
+		DenyCacheTTL:              denyCacheTTL,
+		WebhookRetryBackoff:       backoff,
+	}.New()
+	if err != nil {
+		return nil, err
+	}
+	return &Auth{Authenticator: authn, Authorizer: authz, ClientCA: clientCA}, nil
+}
+
+// Run keeps the client CA current until ctx ends. It loads it once first,
+// so that a server does not refuse every certificate while it starts.
+func (a *Auth) Run(ctx context.Context) {
+	if a.ClientCA == nil {
+		return
+	}
+	_ = a.ClientCA.RunOnce(ctx) // a missing CA is logged by the controller and retried by Run
+	a.ClientCA.Run(ctx, 1)
+}
+
+// AuthError is a refused request: 401, 403, or 500 when the apiserver
+// could not be asked.
+type AuthError struct {
+	Code    int
+	Message string
+}
+
+func (e *AuthError) Error() string { return e.Message }
+
+// Check authenticates r and authorizes what attributes makes of the user.
+// It returns the user, or an AuthError.
+func (a *Auth) Check(r *http.Request, attributes func(user.Info) authorizer.AttributesRecord) (user.Info, *AuthError) {
+	resp, ok, err := a.Authenticator.AuthenticateRequest(r)
+	if err != nil || !ok {
+		reason := "no credentials"
+		if err != nil {
+			reason = err.Error()
+		}
+		return nil, &AuthError{Code: http.StatusUnauthorized, Message: "Unauthorized: " + reason}
+	}
+	attrs := attributes(resp.User)
+	decision, reason, err := a.Authorizer.Authorize(r.Context(), attrs)
+	if err != nil {
+		return nil, &AuthError{Code: http.StatusInternalServerError, Message: "authorizing the request: " + err.Error()}
+	}
+	if decision != authorizer.DecisionAllow {
+		msg := fmt.Sprintf("Forbidden (user=%s, verb=%s, %s)", resp.User.GetName(), attrs.Verb, describe(attrs))
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return nil, &AuthError{Code: http.StatusForbidden, Message: msg}
+	}
+	return resp.User, nil
+}
+
+func describe(attrs authorizer.AttributesRecord) string {
+	if !attrs.ResourceRequest {
+		return "path=" + attrs.Path
+	}
+	return fmt.Sprintf("resource=%s, subresource=%s", attrs.Resource, attrs.Subresource)
+}
+
+// Protect serves h only to callers the apiserver authenticates and
+// authorizes for the request's path as a non-resource URL (verb from the
+// method: get, create, ...), as the apiserver's own /metrics and
+// /debug/pprof are protected: RBAC grants them with nonResourceURLs.
+func Protect(h http.Handler, a *Auth) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := a.Check(r, func(u user.Info) authorizer.AttributesRecord {
+			return authorizer.AttributesRecord{User: u, Verb: VerbOf(r.Method), Path: r.URL.Path}
+		})
+		if err != nil {
+			http.Error(w, err.Message, err.Code)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// VerbOf is the API verb of an HTTP method, as the apiserver maps it for
+// non-resource requests and a kubelet for its own.
+func VerbOf(method string) string {
+	switch method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return "get"
+}

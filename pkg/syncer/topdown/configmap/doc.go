@@ -1,0 +1,11 @@
+// Package configmap is the top-down syncer's ConfigMap controller (spec
+// §4). For every virtual ConfigMap marked for this binding it keeps the
+// physical copy in step with the virtual object (restoring it when someone
+// deletes or edits it), deletes the copy and then drops the finalizer when
+// the virtual ConfigMap is deleted, and releases the copy once no pod of
+// the binding refers to the ConfigMap any more. Copies are first made by
+// the pod controller through package dependents.
+//
+// Not part of Kubeocean's library: this package is implementation, with no
+// compatibility promise; it may change in any release. See docs/library.md.
+package configmap
