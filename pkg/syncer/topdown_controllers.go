@@ -51,6 +51,10 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	virtualPods := v.Kube(informers.Scope{}).Core().V1().Pods()
 	virtualNodes := v.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
 
+	hostPorts, err := e.hostPorts()
+	if err != nil {
+		return nil, err
+	}
 	deps, err := dependents.New(dependents.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount,
 		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
@@ -72,6 +76,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		MountNamespaces:   ph.Kube(mountNamespaceScope(mount)).Core().V1().Namespaces(),
 		ResourceQuotas:    ph.Kube(informers.Scope{Namespace: mount}).Core().V1().ResourceQuotas(),
 		SyncDaemonSetPods: e.opts.SyncDaemonSetPods,
+		HostPorts:         hostPorts,
 	})
 	if err != nil {
 		return nil, err
