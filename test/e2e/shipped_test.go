@@ -115,6 +115,7 @@ func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.B
 	waitLeaseRenewed(t, "node-b")
 
 	createWorkload(t)
+	holdForeignHostPort(t)
 	useKubeletAPI(t)
 	changeWorkload(t)
 	deleteVolumeWorkload(t)
@@ -124,6 +125,7 @@ func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.B
 	_, err = s.Virtual.Kubectl(ctx, "delete", "clusterbinding", stack.BindingName, "--wait=true", "--timeout=2m")
 	step(t, "unbind", err)
 	checkUnbound(t)
+	checkPlaceholdersGone(t)
 	for _, b := range binaries {
 		b.Stop()
 	}
