@@ -36,8 +36,19 @@ func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Inte
 		live := map[types.UID]bool{}
 		for i := range claims.Items {
 			claim := &claims.Items[i]
+			if ptr.Deref(claim.Spec.StorageClassName, "") != class {
+				continue
+			}
+			if claim.DeletionTimestamp != nil {
+				// As the physical pvc-protection controller would once no pod
+				// uses the claim.
+				if err := dropFinalizers(ctx, kube, claim); err != nil {
+					return err
+				}
+				continue
+			}
 			live[claim.UID] = true
-			if ptr.Deref(claim.Spec.StorageClassName, "") != class || claim.Status.Phase == corev1.ClaimBound {
+			if claim.Status.Phase == corev1.ClaimBound {
 				continue
 			}
 			node := claim.Annotations["volume.kubernetes.io/selected-node"]
@@ -90,6 +101,13 @@ func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Inte
 			return err
 		}
 		for _, pv := range volumes.Items {
+			if pv.DeletionTimestamp != nil && len(pv.Finalizers) > 0 {
+				pv.Finalizers = nil
+				if _, err := kube.CoreV1().PersistentVolumes().Update(ctx, &pv, metav1.UpdateOptions{}); err != nil {
+					return err
+				}
+				continue
+			}
 			if ref := pv.Spec.ClaimRef; ref != nil && !live[ref.UID] {
 				if err := kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 					return err
@@ -106,6 +124,16 @@ func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Inte
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
+}
+
+func dropFinalizers(ctx context.Context, kube kubernetes.Interface, claim *corev1.PersistentVolumeClaim) error {
+	if len(claim.Finalizers) == 0 {
+		return nil
+	}
+	claim = claim.DeepCopy()
+	claim.Finalizers = nil
+	_, err := kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{})
+	return err
 }
 
 // volumeOf follows a StatefulSet claim to the physical volume that holds
@@ -261,7 +289,9 @@ func TestStatefulSetGetsStorageFromThePhysicalCluster(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return len(virtual.Items)+len(physical.Items) == 0, fmt.Errorf("%d virtual, %d physical pods", len(virtual.Items), len(physical.Items))
+		_, err = w.Virtual.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+		return len(virtual.Items)+len(physical.Items) == 0 && apierrors.IsNotFound(err),
+			fmt.Errorf("%d virtual, %d physical pods; StatefulSet: %v", len(virtual.Items), len(physical.Items), err)
 	})
 	if _, err := w.Virtual.AppsV1().StatefulSets(ns).Create(ctx, statefulSet(ns, class, "cls-sts"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
