@@ -39,6 +39,16 @@ func (w *portWaits) wait(key cache.ObjectName, node string) {
 	w.pods[key] = node
 }
 
+// forget drops a pod that is gone; nil-safe (no HostPorts given).
+func (w *portWaits) forget(key cache.ObjectName) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.pods, key)
+}
+
 // release forgets and returns the pods waiting on node.
 func (w *portWaits) release(node string) []cache.ObjectName {
 	w.mu.Lock()
