@@ -6,8 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/hostports"
 	"github.com/kubeocean/kubeocean/pkg/intern"
 )
 
@@ -29,6 +31,9 @@ type PodUsage struct {
 	// requests is PodRequests of the pod, in milli-units, except the pod
 	// slot every pod takes, which UsageByNode counts; see Requests.
 	requests unique.Handle[requestSet]
+	// HostPorts are the host ports the pod binds (hostports.Of); nil for
+	// almost every pod.
+	HostPorts []hostports.Port
 }
 
 // Amount is a quantity of one resource in milli-units.
@@ -49,6 +54,7 @@ func UsageOf(pod *corev1.Pod) *PodUsage {
 		ResourceVersion: pod.ResourceVersion,
 		NodeName:        intern.String(pod.Spec.NodeName),
 		HoldsResources:  HoldsResources(pod),
+		HostPorts:       hostports.Of(pod),
 	}
 	amounts := make([]Amount, 0, len(requests))
 	for name, q := range requests {
@@ -82,7 +88,7 @@ func (u *PodUsage) GetObjectKind() schema.ObjectKind { return schema.EmptyObject
 
 // DeepCopyObject implements runtime.Object.
 func (u *PodUsage) DeepCopyObject() runtime.Object {
-	out := *u // the request set is shared and immutable
+	out := *u // the request set and host ports are shared and immutable
 	return &out
 }
 
@@ -99,4 +105,18 @@ func CompactForeignPod(obj any) (any, error) {
 		u.HoldsResources = false
 	}
 	return u, nil
+}
+
+// HostPortsOf reads a *PodUsage for a hostports.Tracker: its key, node and
+// host ports, none once it holds no resources (finished).
+func HostPortsOf(obj any) (cache.ObjectName, string, []hostports.Port, bool) {
+	u, ok := obj.(*PodUsage)
+	if !ok {
+		return cache.ObjectName{}, "", nil, false
+	}
+	key := cache.ObjectName{Namespace: u.Namespace, Name: u.Name}
+	if !u.HoldsResources {
+		return key, "", nil, true
+	}
+	return key, u.NodeName, u.HostPorts, true
 }

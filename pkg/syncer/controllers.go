@@ -97,8 +97,13 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	hostPorts, err := hostPortController(e)
+	if err != nil {
+		return nil, err
+	}
 	workers := e.opts.Workers
 	return []app.Runnable{
+		hostPorts,
 		app.ControllerRunnable(nodes.Controller, e.opts.NodeWorkers),
 		app.ControllerRunnable(policyController.Controller, workers),
 		app.ControllerRunnable(leases.Controller, e.opts.NodeWorkers),

@@ -38,6 +38,11 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"Shortest time between two status writes of one virtual node: capacity changes in between (pods of the physical node's own workloads coming and going) are written together, with the latest figures, at its end.")
 	fs.BoolVar(&o.SyncDaemonSetPods, "sync-daemonset-pods", o.SyncDaemonSetPods,
 		"Run the pods of DaemonSets placed on virtual nodes in the physical cluster (off: they stay Pending with a condition saying why).")
+	if o.PlaceholderNamespace == "" {
+		o.PlaceholderNamespace = DefaultPlaceholderNamespace
+	}
+	fs.StringVar(&o.PlaceholderNamespace, "placeholder-namespace", o.PlaceholderNamespace,
+		"Virtual namespace of the pods that hold, on each virtual node, the host ports used on its physical node by pods Kubeocean does not run.")
 	physical := fss.FlagSet(SectionPhysical)
 	app.PositiveFloat32Var(physical, &o.PhysicalQPS, "physical-kube-api-qps", "Queries per second to the physical cluster's API server.")
 	app.IntVar(physical, &o.PhysicalBurst, "physical-kube-api-burst", 1, "Burst of queries to the physical cluster's API server.")

@@ -23,6 +23,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/clusterhealth"
 	"github.com/kubeocean/kubeocean/pkg/events"
+	"github.com/kubeocean/kubeocean/pkg/hostports"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
@@ -69,6 +70,9 @@ type Options struct {
 	// NodeStatusUpdateInterval is the shortest time between two status
 	// writes of one virtual node; 0 is node.DefaultStatusUpdateInterval.
 	NodeStatusUpdateInterval time.Duration
+	// PlaceholderNamespace is the virtual namespace of the host port
+	// placeholders; "" is DefaultPlaceholderNamespace.
+	PlaceholderNamespace string
 }
 
 // clusterClients are the typed clients of one cluster: those of the
@@ -126,6 +130,8 @@ type syncerEnv struct {
 	// kubeletEndpoint gives virtual nodes their kubelet endpoint; nil when
 	// the kubelet API is off.
 	kubeletEndpoint node.KubeletEndpointFunc
+	// hostPortTracker: see hostPorts.
+	hostPortTracker *hostports.Tracker
 }
 
 func (e *syncerEnv) physicalAnswerChanged(answers bool) {

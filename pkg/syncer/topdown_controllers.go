@@ -15,6 +15,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/configmap"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pv"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pvc"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/secret"
@@ -51,6 +52,10 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	virtualPods := v.Kube(informers.Scope{}).Core().V1().Pods()
 	virtualNodes := v.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
 
+	hostPorts, err := e.hostPorts()
+	if err != nil {
+		return nil, err
+	}
 	deps, err := dependents.New(dependents.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount,
 		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
@@ -72,6 +77,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		MountNamespaces:   ph.Kube(mountNamespaceScope(mount)).Core().V1().Namespaces(),
 		ResourceQuotas:    ph.Kube(informers.Scope{Namespace: mount}).Core().V1().ResourceQuotas(),
 		SyncDaemonSetPods: e.opts.SyncDaemonSetPods,
+		HostPorts:         hostPorts,
 	})
 	if err != nil {
 		return nil, err
@@ -108,6 +114,19 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	provisioner, err := provision.New(provision.Options{
+		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount,
+		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
+		PhysicalClasses: ph.Kube(informers.Scope{}).Storage().V1().StorageClasses(),
+		VirtualClasses:  v.Kube(ownedScope(clusterID, "")).Storage().V1().StorageClasses(),
+		VirtualVolumes:  v.Kube(ownedScope(clusterID, "")).Core().V1().PersistentVolumes(),
+		VirtualClaims:   v.Kube(informers.Scope{}).Core().V1().PersistentVolumeClaims(),
+		VirtualNodes:    virtualNodes, Holders: copies.PersistentVolumeClaims(),
+		Recorder: p.Recorder, Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
 	// Keys that failed while a cluster did not answer are retried at once
 	// when it answers again, whatever backoff the outage grew.
 	retryFailing := func() {
@@ -116,6 +135,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		secrets.RetryFailing()
 		claims.RetryFailing()
 		volumes.RetryFailing()
+		provisioner.RetryFailing()
 	}
 	e.onPhysicalAnswers = append(e.onPhysicalAnswers, retryFailing)
 	virtualHealth := clusterhealth.NewProber(clusterhealth.ProberOptions{
@@ -159,6 +179,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		app.ControllerRunnable(secrets.Controller, workers),
 		app.ControllerRunnable(claims.Controller, workers),
 		app.ControllerRunnable(volumes.Controller, workers),
+		app.ControllerRunnable(provisioner.Controller, workers),
 		{Name: "virtual-prober", Run: virtualHealth.Run},
 		resync,
 	}, nil

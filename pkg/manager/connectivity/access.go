@@ -71,6 +71,9 @@ var SyncerAccess = []Access{
 	// quotas, whose changes retry the pods they refused.
 	{Resource: "namespaces", Scope: TheMountNamespace, Verbs: cachedVerbs},
 	{Resource: "resourcequotas", Scope: MountNamespace, Verbs: cachedVerbs},
+	// The physical StorageClasses, each offered in the virtual cluster as
+	// a class whose claims the syncer provisions here.
+	{Group: "storage.k8s.io", Resource: "storageclasses", Verbs: cachedVerbs},
 }
 
 // reviewConcurrency bounds the access reviews in flight per check.

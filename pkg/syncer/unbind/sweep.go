@@ -11,17 +11,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/hostports"
 )
 
 // sweep removes what the binding left behind once its pods and nodes are
-// gone: the physical copies of ConfigMaps, Secrets, PVCs and PVs it made,
+// gone: its host port placeholders (which go with their virtual nodes
+// anyway, unless the virtual cluster's garbage collector is behind), the
+// physical copies of ConfigMaps, Secrets, PVCs and PVs it made,
 // and its marks (finalizer, labels, annotations) on the virtual objects
 // they were copied from, so those look as they did before the binding.
 func (c *Controller) sweep(ctx context.Context) error {
 	// Before the virtual Secrets lose the used-by-pv mark that finds them.
-	errs := []error{c.deleteCSISecretCopies(ctx)}
+	errs := []error{c.deleteCSISecretCopies(ctx), c.deletePlaceholders(ctx)}
 	for _, ops := range c.physicalKinds() {
 		objs, err := ops.list(ctx, c.owner.Selector())
 		if err != nil {
@@ -124,6 +128,31 @@ func (c *Controller) deleteCSISecretCopies(ctx context.Context) error {
 			continue
 		}
 		klog.FromContext(ctx).V(2).Info("Deleted leftover physical object", "kind", "CSI Secret", "object", klog.KObj(physical))
+	}
+	return errors.Join(errs...)
+}
+
+// deletePlaceholders deletes the binding's host port placeholder pods, in
+// whatever virtual namespace they were made.
+func (c *Controller) deletePlaceholders(ctx context.Context) error {
+	selector := c.owner.Selector() + "," + hostports.LabelPlaceholder + "=true"
+	pods, err := c.opts.VirtualKube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if !c.owner.Owns(pod) || !hostports.IsPlaceholder(pod) {
+			continue
+		}
+		options := uidPrecondition(pod)
+		options.GracePeriodSeconds = ptr.To[int64](0)
+		if err := c.opts.VirtualKube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, options); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted leftover host port placeholder", "pod", klog.KObj(pod))
 	}
 	return errors.Join(errs...)
 }

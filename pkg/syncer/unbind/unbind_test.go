@@ -17,6 +17,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions"
+	"github.com/kubeocean/kubeocean/pkg/hostports"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
@@ -268,5 +269,32 @@ func TestUnbindingLeavesAnotherBindingsObjects(t *testing.T) {
 	}
 	if got := f.binding(t).Finalizers; len(got) != 0 {
 		t.Errorf("binding finalizers = %v, want the syncer's released", got)
+	}
+}
+
+// Unbinding deletes the binding's host port placeholders, wherever they
+// are, and no other binding's.
+func TestUnbindingDeletesPlaceholders(t *testing.T) {
+	placeholder := func(namespace, name string, o ownership.Owner) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(name),
+			Labels: o.Stamp(map[string]string{hostports.LabelPlaceholder: "true"})}}
+	}
+	f := newFixture(t, newBinding(true, kubeoceanv1alpha1.FinalizerClusterBindingSyncer), []runtime.Object{
+		placeholder("kubeocean-system", "ours", owner), placeholder("elsewhere", "ours-too", owner),
+		placeholder("kubeocean-system", "theirs", otherBinding),
+	}, nil)
+	if _, err := f.c.sync(t.Context(), bindingName); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := f.virtualKube.CoreV1().Pods("").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, p := range pods.Items {
+		left = append(left, p.Name)
+	}
+	if !slices.Equal(left, []string{"theirs"}) {
+		t.Errorf("pods left %v, want only another binding's placeholder", left)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/hostports"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
@@ -115,6 +116,11 @@ type Options struct {
 	// SyncDaemonSetPods lets pods of DaemonSets run on virtual nodes. Off,
 	// they stay Pending with ConditionPhysicalPodCreated False.
 	SyncDaemonSetPods bool
+	// HostPorts tells the host ports bound on physical nodes by pods
+	// Kubeocean does not run: a pod asking for one of them on its node is
+	// not created (ConditionPhysicalPodCreated False, ReasonHostPortInUse)
+	// until it is freed. Optional.
+	HostPorts HostPorts
 }
 
 // Controller reconciles virtual pods, keyed by namespace/name.
@@ -145,6 +151,9 @@ type Controller struct {
 	podSecurity       *podSecurity
 	refusals          *refusals
 	syncDaemonSetPods bool
+	// hostPorts and portWaits: nil without Options.HostPorts.
+	hostPorts HostPorts
+	portWaits *portWaits
 }
 
 // New builds the controller and registers its event handlers and index; it
@@ -196,6 +205,9 @@ func New(opts Options) (*Controller, error) {
 	if opts.ResourceQuotas != nil {
 		synced = append(synced, opts.ResourceQuotas.Informer().HasSynced)
 	}
+	if opts.HostPorts != nil {
+		synced = append(synced, opts.HostPorts.HasSynced)
+	}
 	c.Controller = controller.New(controller.Options[cache.ObjectName]{
 		Name:      Name,
 		Reconcile: c.reconcile,
@@ -205,6 +217,7 @@ func New(opts Options) (*Controller, error) {
 		Metrics:   opts.Metrics,
 		Clock:     c.clock,
 	})
+	c.registerHostPorts(opts)
 	return c, c.registerHandlers(opts)
 }
 
@@ -313,9 +326,10 @@ func (c *Controller) isOurNode(node *corev1.Node) bool {
 }
 
 // physicalNodeOf is the physical node behind the virtual node pod is bound
-// to, when that is a virtual node of this binding.
+// to, when that is a virtual node of this binding. Host port placeholders
+// are never run.
 func (c *Controller) physicalNodeOf(pod *corev1.Pod) (string, bool) {
-	if pod.Spec.NodeName == "" {
+	if pod.Spec.NodeName == "" || hostports.IsPlaceholder(pod) {
 		return "", false
 	}
 	node, err := c.virtualNodes.Get(pod.Spec.NodeName)

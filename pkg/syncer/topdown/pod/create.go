@@ -27,6 +27,9 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 	if message := c.podSecurityViolation(virtual, m, physicalNode); message != "" {
 		return c.refuse(ctx, virtual, ReasonPodSecurityViolation, message, true)
 	}
+	if message := c.hostPortsInUse(virtual, physicalNode); message != "" {
+		return c.refuseForHostPorts(ctx, virtual, physicalNode, message)
+	}
 	if !m.recorded {
 		recorded, err := c.recordMapping(ctx, virtual, m)
 		if err != nil || recorded == nil {

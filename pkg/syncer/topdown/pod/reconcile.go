@@ -71,6 +71,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 	if apierrors.IsNotFound(err) {
 		c.waiters.set(key, nil)
 		c.refusals.forget(key)
+		c.portWaits.forget(key)
 		return controller.Result{}, c.cleanUpAfter(ctx, key)
 	}
 	if err != nil {
