@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"math/big"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -83,4 +84,11 @@ func writeClientCerts(dir string) (clientCertFiles, error) {
 		}
 	}
 	return files, nil
+}
+
+// ClusterCA is the PEM of the cluster CA: the client CA, with which the
+// controller-manager signs approved requests of the kubernetes.io signers
+// (kubelet-serving among them).
+func (c *Cluster) ClusterCA() ([]byte, error) {
+	return os.ReadFile(c.certs.caCert)
 }
