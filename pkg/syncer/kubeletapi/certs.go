@@ -3,14 +3,21 @@ package kubeletapi
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"sync"
+	"time"
 
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 )
 
@@ -78,7 +85,7 @@ func newSelfSigned(address string) (*ServingCertificate, error) {
 	if host == "" || ips != nil {
 		host = "kubeocean-syncer"
 	}
-	cert, key, err := certutil.GenerateSelfSignedCertKey(host, ips, nil)
+	cert, key, err := selfSigned(host, ips)
 	if err != nil {
 		return nil, fmt.Errorf("making a self-signed kubelet API certificate: %w", err)
 	}
@@ -87,6 +94,45 @@ func newSelfSigned(address string) (*ServingCertificate, error) {
 		return nil, err
 	}
 	return &ServingCertificate{content: content}, nil
+}
+
+// selfSignedValidity is the lifetime of a self-signed certificate; a new
+// one is made at every start.
+const selfSignedValidity = 365 * 24 * time.Hour
+
+// selfSigned makes a self-signed serving certificate for host and ips with
+// an ECDSA P-256 key: the virtual apiserver opens a TLS connection for
+// every exec, attach and port-forward, and an ECDSA signature costs a
+// fraction of an RSA one in each handshake.
+func selfSigned(host string, ips []net.IP) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	template := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: host},
+		NotBefore:    now.Add(-time.Hour), NotAfter: now.Add(selfSignedValidity),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{host}, IPAddresses: ips,
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 // Run reloads the files when they change, or requests and renews the
