@@ -3,17 +3,23 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
+	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
 	"github.com/kubeocean/kubeocean/pkg/manager/connectivity"
+	"github.com/kubeocean/kubeocean/pkg/manager/csrapproval"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
@@ -76,6 +82,14 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		return nil, err
 	}
 
+	if opts.ApproveKubeletServingCSRs {
+		approver, err := newCSRApprover(ctx, p, opts, virtual, bindings.Lister())
+		if err != nil {
+			return nil, err
+		}
+		runnables = append(runnables, app.ControllerRunnable(approver.Controller, 1))
+	}
+
 	p.Health.AddReadyz(serving.Check{Name: "informers-synced", Fn: func(r *http.Request) error {
 		ctx, cancel := context.WithTimeout(r.Context(), syncCheckTimeout)
 		defer cancel()
@@ -92,6 +106,40 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 			return nil
 		}},
 	), nil
+}
+
+// newCSRApprover builds the approver of the syncers' serving certificate
+// requests, on informers of the requests of signer kubelet-serving and, in
+// deployment mode, of the syncer pods.
+func newCSRApprover(ctx context.Context, p *app.Process, opts Options, virtual *informers.Cluster,
+	bindings kubeoceanlisters.ClusterBindingLister) (*csrapproval.Controller, error) {
+	requests := virtual.Kube(informers.Scope{FieldSelector: csrapproval.FieldSelector}).Certificates().V1().CertificateSigningRequests()
+	var syncers csrapproval.Syncers
+	var synced []cache.InformerSynced
+	if opts.SyncerMode == ModeInProcess {
+		// In-process syncers ask as the manager, at its own address.
+		review, err := p.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("the manager's own identity, which its in-process syncers' certificate requests carry: %w", err)
+		}
+		syncers = csrapproval.InProcess{
+			Username: review.Status.UserInfo.Username, Address: net.ParseIP(opts.Kubelet.Address), Bindings: bindings,
+		}
+	} else {
+		pods := virtual.Kube(informers.Scope{
+			Namespace: opts.SyncerNamespace, LabelSelector: csrapproval.InstanceLabel,
+			Slim: csrapproval.SlimPod, SlimName: "syncer-pods",
+		}).Core().V1().Pods()
+		syncers = csrapproval.Deployed{
+			Namespace: opts.SyncerNamespace, ServiceAccount: opts.SyncerServiceAccount,
+			Bindings: bindings, Pods: pods.Lister(),
+		}
+		synced = append(synced, pods.Informer().HasSynced)
+	}
+	return csrapproval.New(csrapproval.Options{
+		Client: p.Kube.CertificatesV1(), Requests: requests, Syncers: syncers, HasSynced: synced,
+		Recorder: p.Recorder, Metrics: p.Metrics, Registry: p.Registry,
+	})
 }
 
 // newRunner builds the syncer runner of opts.SyncerMode and what it needs

@@ -58,6 +58,10 @@ type Options struct {
 	// Kubelet configures the kubelet API of in-process syncers' virtual
 	// nodes; its port range is shared by all of them.
 	Kubelet syncer.KubeletOptions
+	// ApproveKubeletServingCSRs runs the approver of the syncers' serving
+	// certificate requests (--kubelet-serving-cert-source=csr); always on
+	// for in-process syncers in CSR mode.
+	ApproveKubeletServingCSRs bool
 
 	// Not flags: tests shorten them.
 	TemplatePollInterval time.Duration
@@ -113,6 +117,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"The syncers' --drain-timeout: how long a drained virtual node's pods are asked to leave through the eviction API before they are deleted (0: the syncer's default, 10m).")
 	fs.BoolVar(&o.SyncDaemonSetPods, "sync-daemonset-pods", o.SyncDaemonSetPods,
 		"The syncers' --sync-daemonset-pods: run the pods of DaemonSets placed on virtual nodes in the physical cluster.")
+	fs.BoolVar(&o.ApproveKubeletServingCSRs, "approve-kubelet-serving-csrs", o.ApproveKubeletServingCSRs,
+		"Approve the CertificateSigningRequests of the syncers' kubelet API serving certificates (syncers with --kubelet-serving-cert-source=csr): only for bindings this manager runs and their syncer pods' IPs. On by itself for in-process syncers with --kubelet-serving-cert-source=csr.")
 	// In deployment mode the syncer Deployments take these flags instead.
 	o.Kubelet.AddFlags(fss.FlagSet(syncer.SectionKubelet))
 }
@@ -131,6 +137,9 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Kubelet.Complete(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.SyncerMode == ModeInProcess && o.Kubelet.Address != "" && o.Kubelet.CertSource == syncer.CertSourceCSR {
+		o.ApproveKubeletServingCSRs = true
 	}
 	if o.Workers < 1 || o.SyncerWorkers < 1 || o.SyncerPodWorkers < 1 || o.SyncerNodeWorkers < 1 {
 		errs = append(errs, errors.New("--workers, --syncer-workers, --syncer-pod-workers and --syncer-node-workers must be at least 1"))

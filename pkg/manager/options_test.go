@@ -2,6 +2,7 @@ package manager
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,12 @@ func TestShippedManifestUsesRealFlags(t *testing.T) {
 
 	processOpts, managerOpts := app.NewOptions(Component), NewOptions()
 	fs := app.Command{Options: processOpts, AddFlags: managerOpts.AddFlags}.Flags()
-	if err := fs.Parse(container.Args); err != nil {
+	// The pod IP as the kubelet expands it: CSR certificates need an IP.
+	args := make([]string, len(container.Args))
+	for i, arg := range container.Args {
+		args[i] = strings.ReplaceAll(arg, "$(POD_IP)", "10.0.0.1")
+	}
+	if err := fs.Parse(args); err != nil {
 		t.Fatalf("the manifest's arguments do not parse: %v", err)
 	}
 	if err := managerOpts.Validate(); err != nil {
@@ -64,8 +70,11 @@ func TestShippedManifestUsesRealFlags(t *testing.T) {
 		t.Errorf("manifest runs without leader election or not in deployment mode: %+v %+v", processOpts.Election, managerOpts)
 	}
 	// In-process syncers serve the kubelet API on the pod IP by default.
-	if managerOpts.Kubelet.Address != "$(POD_IP)" || !podIPEnv(container) {
+	if !slices.Contains(container.Args, "--kubelet-address=$(POD_IP)") || !podIPEnv(container) {
 		t.Errorf("manifest does not serve the kubelet API on the pod IP: --kubelet-address=%q, env %+v", managerOpts.Kubelet.Address, container.Env)
+	}
+	if managerOpts.Kubelet.CertSource != syncer.CertSourceCSR || !managerOpts.ApproveKubeletServingCSRs {
+		t.Errorf("manifest does not approve CSR serving certificates: source %q, approve %v", managerOpts.Kubelet.CertSource, managerOpts.ApproveKubeletServingCSRs)
 	}
 	mounted := false
 	for _, m := range container.VolumeMounts {

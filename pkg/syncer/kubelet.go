@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -17,6 +18,19 @@ import (
 // API listeners: one port per virtual node of the process.
 const DefaultKubeletPortRange = "10250-11249"
 
+// Sources of the kubelet API's serving certificate
+// (--kubelet-serving-cert-source).
+const (
+	// CertSourceFiles reads --kubelet-tls-cert-file and
+	// --kubelet-tls-private-key-file, reloaded when they change.
+	CertSourceFiles = "files"
+	// CertSourceCSR asks the virtual cluster through a
+	// CertificateSigningRequest that the manager approves.
+	CertSourceCSR = "csr"
+	// CertSourceSelfSigned makes a self-signed certificate.
+	CertSourceSelfSigned = "self-signed"
+)
+
 // KubeletOptions configure the kubelet API the syncer serves for its
 // virtual nodes (kubectl logs, exec, attach, port-forward, node stats).
 type KubeletOptions struct {
@@ -28,8 +42,12 @@ type KubeletOptions struct {
 	BindAddress string
 	// PortRange is "first-last", the ports of the listeners.
 	PortRange string
-	// CertFile and KeyFile hold the serving certificate (reloaded when
-	// they change); both "" use a self-signed one.
+	// CertSource is where the serving certificate comes from: one of
+	// CertSourceFiles, CertSourceCSR, CertSourceSelfSigned; "" is files
+	// when CertFile is set, else self-signed.
+	CertSource string
+	// CertFile and KeyFile hold the serving certificate of CertSourceFiles
+	// (reloaded when they change).
 	CertFile, KeyFile string
 	// NodeStats serves stats/summary and metrics/resource; it needs
 	// nodes/proxy in the physical cluster.
@@ -51,7 +69,9 @@ func (o *KubeletOptions) AddFlags(fs *pflag.FlagSet) {
 		"Address (IP or DNS name) that virtual nodes advertise for their kubelet API, served by this process; the virtual apiserver must reach it. Empty turns the kubelet API off.")
 	fs.StringVar(&o.BindAddress, "kubelet-bind-address", o.BindAddress, "Host the kubelet API listeners bind; empty binds all addresses.")
 	fs.StringVar(&o.PortRange, "kubelet-port-range", o.PortRange, "Ports (first-last) of the kubelet API listeners, one per virtual node.")
-	fs.StringVar(&o.CertFile, "kubelet-tls-cert-file", o.CertFile, "Serving certificate of the kubelet API (e.g. tls.crt of a mounted Secret), reloaded when it changes. Empty: self-signed.")
+	fs.StringVar(&o.CertSource, "kubelet-serving-cert-source", o.CertSource,
+		`Where the kubelet API's serving certificate comes from: "files" (--kubelet-tls-cert-file, e.g. a mounted Secret), "csr" (a CertificateSigningRequest of signer kubernetes.io/kubelet-serving in the virtual cluster, approved by the manager and renewed before it expires; --kubelet-address must be an IP) or "self-signed". Default: files when --kubelet-tls-cert-file is set, else self-signed.`)
+	fs.StringVar(&o.CertFile, "kubelet-tls-cert-file", o.CertFile, "Serving certificate of the kubelet API (e.g. tls.crt of a mounted Secret), reloaded when it changes.")
 	fs.StringVar(&o.KeyFile, "kubelet-tls-private-key-file", o.KeyFile, "Private key of --kubelet-tls-cert-file.")
 	fs.BoolVar(&o.NodeStats, "kubelet-node-stats", o.NodeStats,
 		"Serve stats/summary and metrics/resource of virtual nodes from the physical nodes' (needs nodes/proxy in the physical cluster).")
@@ -63,8 +83,8 @@ func (o *KubeletOptions) Complete() error {
 	if o.Address == "" || o.ports != nil {
 		return nil
 	}
-	if (o.CertFile == "") != (o.KeyFile == "") {
-		return fmt.Errorf("--kubelet-tls-cert-file and --kubelet-tls-private-key-file go together")
+	if err := o.completeCertSource(); err != nil {
+		return err
 	}
 	var first, last int
 	if _, err := fmt.Sscanf(strings.TrimSpace(o.PortRange), "%d-%d", &first, &last); err != nil {
@@ -76,6 +96,47 @@ func (o *KubeletOptions) Complete() error {
 	}
 	o.ports = ports
 	return nil
+}
+
+func (o *KubeletOptions) completeCertSource() error {
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return fmt.Errorf("--kubelet-tls-cert-file and --kubelet-tls-private-key-file go together")
+	}
+	if o.CertSource == "" {
+		o.CertSource = CertSourceSelfSigned
+		if o.CertFile != "" {
+			o.CertSource = CertSourceFiles
+		}
+	}
+	switch o.CertSource {
+	case CertSourceFiles:
+		if o.CertFile == "" {
+			return fmt.Errorf("--kubelet-serving-cert-source=files needs --kubelet-tls-cert-file and --kubelet-tls-private-key-file")
+		}
+		return nil
+	case CertSourceCSR, CertSourceSelfSigned:
+	default:
+		return fmt.Errorf("--kubelet-serving-cert-source must be %q, %q or %q, not %q", CertSourceFiles, CertSourceCSR, CertSourceSelfSigned, o.CertSource)
+	}
+	if o.CertFile != "" {
+		return fmt.Errorf("--kubelet-tls-cert-file is only read with --kubelet-serving-cert-source=files, not %s", o.CertSource)
+	}
+	if o.CertSource == CertSourceCSR && net.ParseIP(o.Address) == nil {
+		return fmt.Errorf("--kubelet-serving-cert-source=csr names --kubelet-address in the certificate, which must be an IP address, not %q", o.Address)
+	}
+	return nil
+}
+
+// servingCertificate builds the kubelet API's serving certificate of the
+// binding's syncer from o.CertSource.
+func (o *KubeletOptions) servingCertificate(e *syncerEnv, metrics *kubeletapi.Metrics) (*kubeletapi.ServingCertificate, error) {
+	switch o.CertSource {
+	case CertSourceCSR:
+		return kubeletapi.NewCSRServingCertificate(e.virtual.Kube, e.binding.Name, o.Address, metrics)
+	case CertSourceFiles:
+		return kubeletapi.NewServingCertificate(o.CertFile, o.KeyFile, o.Address)
+	}
+	return kubeletapi.NewServingCertificate("", "", o.Address)
 }
 
 // kubeletAPI builds the kubelet API server of the binding's virtual nodes
@@ -93,11 +154,11 @@ func kubeletAPI(e *syncerEnv) (*kubeletapi.Server, *kubeletapi.Endpoints, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	cert, err := kubeletapi.NewServingCertificate(o.CertFile, o.KeyFile, o.Address)
+	metrics, err := kubeletapi.NewMetrics(e.process.Registry)
 	if err != nil {
 		return nil, nil, err
 	}
-	metrics, err := kubeletapi.NewMetrics(e.process.Registry)
+	cert, err := o.servingCertificate(e, metrics)
 	if err != nil {
 		return nil, nil, err
 	}

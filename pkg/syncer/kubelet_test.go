@@ -34,3 +34,33 @@ func TestKubeletPortsAreProcessWide(t *testing.T) {
 		t.Errorf("without an address the kubelet API is off: %v", err)
 	}
 }
+
+func TestKubeletCertSource(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts KubeletOptions
+		want string // "" for an error
+	}{
+		{name: "default without files", opts: KubeletOptions{Address: "10.0.0.1"}, want: CertSourceSelfSigned},
+		{name: "default with files", opts: KubeletOptions{Address: "10.0.0.1", CertFile: "tls.crt", KeyFile: "tls.key"}, want: CertSourceFiles},
+		{name: "csr", opts: KubeletOptions{Address: "10.0.0.1", CertSource: CertSourceCSR}, want: CertSourceCSR},
+		{name: "csr names a DNS name", opts: KubeletOptions{Address: "syncer.example", CertSource: CertSourceCSR}},
+		{name: "csr with files", opts: KubeletOptions{Address: "10.0.0.1", CertSource: CertSourceCSR, CertFile: "tls.crt", KeyFile: "tls.key"}},
+		{name: "files without files", opts: KubeletOptions{Address: "10.0.0.1", CertSource: CertSourceFiles}},
+		{name: "unknown", opts: KubeletOptions{Address: "10.0.0.1", CertSource: "secret"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.PortRange = "20000-20001"
+			err := tt.opts.Complete()
+			if tt.want == "" {
+				if err == nil {
+					t.Errorf("want an error, source %q", tt.opts.CertSource)
+				}
+				return
+			}
+			if err != nil || tt.opts.CertSource != tt.want {
+				t.Errorf("source %q (%v), want %q", tt.opts.CertSource, err, tt.want)
+			}
+		})
+	}
+}

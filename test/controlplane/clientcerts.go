@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"math/big"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -91,4 +92,11 @@ func writeClientCerts(dir string) (clientCertFiles, error) {
 // certificate the way the apiserver does.
 func (c *Cluster) KubeletClientCertificate() (certFile, keyFile string) {
 	return c.certs.kubeletCert, c.certs.kubeletKey
+}
+
+// ClusterCA is the PEM of the cluster CA: the client CA, with which the
+// controller-manager signs approved requests of the kubernetes.io signers
+// (kubelet-serving among them).
+func (c *Cluster) ClusterCA() ([]byte, error) {
+	return os.ReadFile(c.certs.caCert)
 }

@@ -148,12 +148,15 @@ func (c *Cluster) apiServerArgs(port int) []string {
 		// Client certificates: the apiserver's own to kubelets, and the CA
 		// that servers delegating authentication (Kubeocean's kubelet API)
 		// read from extension-apiserver-authentication. Kubelet serving
-		// certificates are not verified (no --kubelet-certificate-authority).
+		// certificates are verified only with Options.VerifyKubeletServing.
 		"--client-ca-file=" + c.certs.caCert,
 		"--kubelet-client-certificate=" + c.certs.kubeletCert,
 		"--kubelet-client-key=" + c.certs.kubeletKey,
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
+	}
+	if c.opts.VerifyKubeletServing {
+		args = append(args, "--kubelet-certificate-authority="+c.certs.caCert)
 	}
 	if !c.opts.ControllerManager {
 		// Nobody creates the "default" ServiceAccount without the
@@ -246,6 +249,11 @@ func (c *Cluster) startControllerManager() (*process, error) {
 		"--use-service-account-credentials=false",
 		"--service-account-private-key-file=" + c.creds.serviceAccountKey,
 		"--secure-port=0",
+		// The cluster CA (as kubeadm's, also the client CA) signs the
+		// approved requests of the kubernetes.io/* signers, kubelet-serving
+		// among them.
+		"--cluster-signing-cert-file=" + c.certs.caCert,
+		"--cluster-signing-key-file=" + c.certs.caKey,
 	}
 	if c.caFile != "" {
 		// Published to pods as kube-root-ca.crt.

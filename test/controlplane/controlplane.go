@@ -62,6 +62,10 @@ type Options struct {
 	// ExtraAPIServerFlags are appended to the apiserver's flags; for a
 	// single-valued flag the last occurrence wins.
 	ExtraAPIServerFlags []string
+	// VerifyKubeletServing makes the apiserver verify kubelet serving
+	// certificates (--kubelet-certificate-authority) against the cluster
+	// CA, which the controller-manager signs kubelet-serving requests with.
+	VerifyKubeletServing bool
 	// ExtraControllerManagerFlags are appended to kube-controller-manager's
 	// flags, e.g. a shorter --node-monitor-grace-period.
 	ExtraControllerManagerFlags []string

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/manager/csrapproval"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
@@ -288,6 +289,7 @@ func startSyncerOfDeployment(t *testing.T) *stack.Binary {
 	if got := deployment.Spec.Template.Spec.ServiceAccountName; got != stack.SyncerAccount {
 		t.Fatalf("syncer Deployment runs as %q, want %q", got, stack.SyncerAccount)
 	}
+	giveSyncerPodIP(t, kwokkubelet.Address())
 	kubeconfig, err := world.VirtualKubeconfig(ctx, stack.SystemNamespace, stack.SyncerAccount)
 	step(t, "syncer kubeconfig", err)
 	args := append(podEnvArgs(t, deployment.Spec.Template.Spec.Containers[0], kwokkubelet.Address()), kubeletPortRange(t))
@@ -295,6 +297,28 @@ func startSyncerOfDeployment(t *testing.T) *stack.Binary {
 	step(t, "start syncer", err)
 	t.Cleanup(func() { logTailOnFailure(t, syncer.Process) })
 	return syncer
+}
+
+// giveSyncerPodIP sets ip as the address of a pod of the binding's syncer
+// Deployment, as the kubelet that would run it would: the manager approves
+// a syncer's serving certificate for its pods' addresses only.
+func giveSyncerPodIP(t *testing.T, ip string) {
+	selector := csrapproval.InstanceLabel + "=" + stack.BindingName
+	step(t, "syncer pod IP", stack.Poll(waitCtx(t), "a syncer pod gets IP "+ip, func(ctx context.Context) (string, error) {
+		pods, err := world.VirtualKube.CoreV1().Pods(stack.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return err.Error(), nil
+		}
+		if len(pods.Items) == 0 {
+			return "no pod " + selector, nil
+		}
+		pod := pods.Items[0].DeepCopy()
+		pod.Status.PodIP, pod.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+		if _, err := world.VirtualKube.CoreV1().Pods(stack.SystemNamespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			return err.Error(), nil
+		}
+		return "", nil
+	}))
 }
 
 func logTailOnFailure(t *testing.T, p *controlplane.Process) {

@@ -58,6 +58,12 @@ type Options struct {
 	// KwokArgs are added to the physical cluster's kwok, e.g. to serve a
 	// kubelet API for its nodes (test/kwokkubelet).
 	KwokArgs []string
+	// VerifyKubeletServing makes the virtual apiserver verify kubelet
+	// serving certificates against its cluster CA.
+	VerifyKubeletServing bool
+	// VirtualControllerManagerFlags are added to the virtual cluster's
+	// controller-manager, e.g. a short --cluster-signing-duration.
+	VirtualControllerManagerFlags []string
 }
 
 // Stack is a virtual cluster (apiserver, controller-manager, scheduler)
@@ -73,7 +79,8 @@ type Stack struct {
 // Start starts both clusters at once.
 func Start(ctx context.Context, opts Options) (*Stack, error) {
 	clusters, err := controlplane.StartParallel(ctx,
-		controlplane.Options{Name: "virtual", ControllerManager: true, Scheduler: true, AuditPolicy: opts.AuditPolicy},
+		controlplane.Options{Name: "virtual", ControllerManager: true, Scheduler: true, AuditPolicy: opts.AuditPolicy,
+			VerifyKubeletServing: opts.VerifyKubeletServing, ExtraControllerManagerFlags: opts.VirtualControllerManagerFlags},
 		controlplane.Options{Name: "physical", ControllerManager: true, Kwok: true, KwokArgs: opts.KwokArgs, AuditPolicy: opts.AuditPolicy},
 	)
 	if err != nil {

@@ -48,7 +48,22 @@ const (
 	Ignore Decision = iota
 	Approve
 	Deny
+	// Pending cannot tell yet: an IP address is not one of the binding's
+	// syncer pods as far as the manager knows now.
+	Pending
 )
+
+func (d Decision) String() string {
+	switch d {
+	case Approve:
+		return "approve"
+	case Deny:
+		return "deny"
+	case Pending:
+		return "pending"
+	}
+	return "ignore"
+}
 
 // servingUsages are the key usages a serving certificate may ask for;
 // server auth is required.
@@ -83,18 +98,18 @@ func Decide(csr *certificatesv1.CertificateSigningRequest, syncers Syncers) (Dec
 	case len(request.IPAddresses) == 0:
 		return Deny, "asks for no IP address"
 	}
-	podIPs := syncers.PodIPs(binding)
-	for _, ip := range request.IPAddresses {
-		if !slices.ContainsFunc(podIPs, ip.Equal) {
-			return Deny, fmt.Sprintf("IP address %s is not one of the syncer pods of binding %s %v", ip, binding, podIPs)
-		}
-	}
 	if !slices.Contains(csr.Spec.Usages, certificatesv1.UsageServerAuth) {
 		return Deny, "does not ask for server auth"
 	}
 	for _, usage := range csr.Spec.Usages {
 		if !slices.Contains(servingUsages, usage) {
 			return Deny, fmt.Sprintf("asks for usage %q, not one of a serving certificate", usage)
+		}
+	}
+	podIPs := syncers.PodIPs(binding)
+	for _, ip := range request.IPAddresses {
+		if !slices.ContainsFunc(podIPs, ip.Equal) {
+			return Pending, fmt.Sprintf("IP address %s is not one of the syncer pods of binding %s %v", ip, binding, podIPs)
 		}
 	}
 	return Approve, fmt.Sprintf("serving certificate of the syncer of binding %s", binding)

@@ -116,7 +116,7 @@ func TestDecide(t *testing.T) {
 		{name: "a real node's name", req: with(func(r *request) { r.cn = "system:node:worker-a" }), want: Deny},
 		{name: "no organization", req: with(func(r *request) { r.org = "" }), want: Deny},
 		{name: "system:masters", req: with(func(r *request) { r.org = "system:masters" }), want: Deny},
-		{name: "an IP of no syncer pod", req: with(func(r *request) { r.ips = []string{"10.0.0.5", "10.0.0.9"} }), want: Deny},
+		{name: "an IP of no syncer pod (yet)", req: with(func(r *request) { r.ips = []string{"10.0.0.5", "10.0.0.9"} }), want: Pending},
 		{name: "no IP", req: with(func(r *request) { r.ips = nil }), want: Deny},
 		{name: "a DNS name", req: with(func(r *request) { r.dns = []string{"kubernetes.default.svc"} }), want: Deny},
 		{name: "a URI", req: with(func(r *request) { r.uri = "spiffe://cluster/ns/x" }), want: Deny},

@@ -16,11 +16,14 @@
 //     system:nodes, as the signer requires), asks only IP addresses of that
 //     binding's syncer pods (no DNS names, e-mail addresses or URIs), and
 //     only the usages of a serving certificate; any other is denied, with
-//     the reason.
+//     the reason. An IP address that is not (yet) one of the binding's
+//     syncer pods' is Pending first: the pod informer may lag the syncer
+//     that just started in that pod; the controller denies it after a
+//     grace period.
 //
-// Not wired into the manager yet: the syncer side (a certificate manager
-// that requests, stores and rotates the certificate) is still to be built;
-// see docs/kubelet-api.md.
+// The syncer side is kubeletapi's CSR serving certificate
+// (--kubelet-serving-cert-source=csr); the manager runs the controller
+// with --approve-kubelet-serving-csrs. See docs/kubelet-api.md.
 //
 // Not part of Kubeocean's library: this package is implementation, with no
 // compatibility promise; it may change in any release. See docs/library.md.

@@ -23,6 +23,9 @@ type Metrics struct {
 	physicalErrors *prometheus.CounterVec
 	openStreams    *prometheus.GaugeVec
 	bytes          *prometheus.CounterVec
+	// Of the serving certificate issued through CertificateSigningRequests.
+	certificateRenewFailures prometheus.Counter
+	certificateRotations     prometheus.Histogram
 }
 
 // NewMetrics registers the metrics with reg, or reuses those a syncer of
@@ -45,6 +48,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "kubeocean_kubelet_api_bytes_total",
 			Help: "Bytes served by the kubelet API (both directions for exec, attach and port-forward), by operation.",
 		}, []string{"operation"}),
+		certificateRenewFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kubeocean_kubelet_api_serving_certificate_renewal_failures_total",
+			Help: "Failed attempts to get the kubelet API's serving certificate through a CertificateSigningRequest.",
+		}),
+		certificateRotations: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "kubeocean_kubelet_api_serving_certificate_age_at_rotation_seconds",
+			Help: "Age of the kubelet API's serving certificate when a renewed one replaced it.",
+			// 10 minutes to 1 year.
+			Buckets: prometheus.ExponentialBuckets(600, 4, 10),
+		}),
 	}
 	var err error
 	m.requests, err = register(reg, m.requests)
@@ -56,6 +69,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if err == nil {
 		m.bytes, err = register(reg, m.bytes)
+	}
+	if err == nil {
+		m.certificateRenewFailures, err = register(reg, m.certificateRenewFailures)
+	}
+	if err == nil {
+		m.certificateRotations, err = register(reg, m.certificateRotations)
 	}
 	return m, err
 }

@@ -2,6 +2,7 @@ package kubeletapi
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -47,6 +48,10 @@ func newStreamProxy(config *rest.Config) (*streamProxy, error) {
 	return &streamProxy{host: host, transport: rt, upgrade: upgrade}, nil
 }
 
+// sessionCacheSize bounds the TLS sessions kept for resumption: the
+// physical apiserver's addresses, a handful.
+const sessionCacheSize = 16
+
 // upgradeTransport dials the physical apiserver with the config's TLS
 // settings and adds its credentials to the upgrade request (as kubectl
 // proxy does): an upgraded connection cannot go through an http.Transport.
@@ -58,6 +63,13 @@ func upgradeTransport(config *rest.Config) (proxy.UpgradeRequestRoundTripper, er
 	tlsConfig, err := transport.TLSConfigFor(transportConfig)
 	if err != nil {
 		return nil, err
+	}
+	if tlsConfig != nil {
+		// Every exec, attach and port-forward dials the physical apiserver
+		// anew (an upgraded connection is never reused): resuming the TLS
+		// session skips the certificate exchange and its verification in
+		// each handshake after the first.
+		tlsConfig.ClientSessionCache = tls.NewLRUClientSessionCache(sessionCacheSize)
 	}
 	dial := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	if config.Dial != nil {
