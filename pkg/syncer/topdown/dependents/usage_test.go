@@ -70,15 +70,19 @@ func TestPodReferencesCounts(t *testing.T) {
 		pod  *corev1.Pod
 		want bool
 	}{
-		"running on our node":                 {pod: pod("ours", corev1.PodRunning, nil), want: true},
-		"pending on our node":                 {pod: pod("ours", corev1.PodPending, nil), want: true},
-		"unscheduled":                         {pod: pod("", corev1.PodPending, nil)},
-		"another binding's node":              {pod: pod("theirs", corev1.PodRunning, nil)},
-		"unknown node":                        {pod: pod("gone", corev1.PodRunning, nil)},
-		"finished without a twin":             {pod: pod("ours", corev1.PodSucceeded, nil)},
-		"finished with a twin":                {pod: pod("ours", corev1.PodFailed, twin), want: true},
-		"node gone, our physical pod remains": {pod: withUID(pod("gone", corev1.PodRunning, twinOf("ours-uid")), "ours-uid"), want: true},
-		"node gone, and no physical pod":      {pod: pod("gone", corev1.PodRunning, twin)},
+		"running on our node":     {pod: pod("ours", corev1.PodRunning, nil), want: true},
+		"pending on our node":     {pod: pod("ours", corev1.PodPending, nil), want: true},
+		"unscheduled":             {pod: pod("", corev1.PodPending, nil)},
+		"another binding's node":  {pod: pod("theirs", corev1.PodRunning, nil)},
+		"unknown node":            {pod: pod("gone", corev1.PodRunning, nil)},
+		"finished without a twin": {pod: pod("ours", corev1.PodSucceeded, nil)},
+		"finished with a twin":    {pod: withUID(pod("ours", corev1.PodFailed, twinOf("ours-uid")), "ours-uid"), want: true},
+		// The pod controller deletes the twin of a finished pod once its
+		// final status is copied: a Job's finished pods keep nothing.
+		"finished, twin deleted":                          {pod: pod("ours", corev1.PodSucceeded, twin)},
+		"finished, the physical pod is another binding's": {pod: withUID(pod("ours", corev1.PodSucceeded, twinOf("theirs-uid")), "theirs-uid")},
+		"node gone, our physical pod remains":             {pod: withUID(pod("gone", corev1.PodRunning, twinOf("ours-uid")), "ours-uid"), want: true},
+		"node gone, and no physical pod":                  {pod: pod("gone", corev1.PodRunning, twin)},
 		// Another binding with the same mount namespace writes the same
 		// mapping annotations on its pods: they must not keep our copies.
 		"another binding's pod mapped to our namespace": {pod: withUID(pod("theirs", corev1.PodRunning, twinOf("theirs-uid")), "theirs-uid")},

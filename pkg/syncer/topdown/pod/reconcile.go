@@ -95,9 +95,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 		return controller.Result{}, controller.Terminal(mismatch)
 	}
 	if isTerminal(virtual) {
-		// Finished: nothing runs any more, nothing is created again; the
-		// token Secret goes with the physical pod.
-		return controller.Result{}, c.cleanUpFinished(ctx, m, virtual.UID)
+		return c.syncFinished(ctx, virtual, m)
 	}
 
 	physical, err := c.physicalPods.Pods(c.mountNamespace).Get(m.name)
