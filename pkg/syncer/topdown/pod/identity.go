@@ -37,8 +37,9 @@ const (
 
 // identityFields are the downward-API fields whose physical values would
 // tell the pod its physical identity; they answer the virtual ones.
-// spec.serviceAccountName is one: the physical pod runs as a service
-// account of the mount namespace, not as the virtual pod's.
+// spec.serviceAccountName is one (the API takes it in env only): the
+// physical pod runs as a service account of the mount namespace, not as
+// the virtual pod's.
 var identityFields = []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName"}
 
 func isIdentityField(fieldPath string) bool { return slices.Contains(identityFields, fieldPath) }

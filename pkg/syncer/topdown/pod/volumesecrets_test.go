@@ -158,36 +158,24 @@ func indexed(t *testing.T, pod *corev1.Pod, key string) bool {
 }
 
 // TestServiceAccountNameAnswersVirtualValue: the downward API's
-// spec.serviceAccountName, in env and in volumes, answers the virtual
-// pod's service account, not the physical pod's.
+// spec.serviceAccountName (env only: the API takes it in no volume)
+// answers the virtual pod's service account, not the physical pod's.
 func TestServiceAccountNameAnswersVirtualValue(t *testing.T) {
 	virtual := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: virtualNS, Name: virtualName, UID: virtualUID},
 		Spec: corev1.PodSpec{
 			NodeName: virtualNode, ServiceAccountName: "builder",
 			Containers: []corev1.Container{{Name: "app", Image: "nginx:1", Env: []corev1.EnvVar{fieldEnv("SA", "spec.serviceAccountName")}}},
-			Volumes: []corev1.Volume{{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
-				{Path: "sa", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.serviceAccountName"}},
-			}}}}},
 		},
 	}
-	plan := planIdentity(virtual)
 	physical := physicalPod(virtual, translation{
 		mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
-		names: resolvedNames(virtual), plan: plan,
+		names: resolvedNames(virtual), plan: planIdentity(virtual),
 	})
 	if env := physical.Spec.Containers[0].Env[0]; env.ValueFrom != nil || env.Value != "builder" {
 		t.Errorf("env %+v, want the literal value builder", env)
 	}
-	want := corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-		fromTokenSecret(corev1.KeyToPath{Key: "spec.serviceAccountName", Path: "sa"})}}}
-	if got := physical.Spec.Volumes[0].VolumeSource; !reflect.DeepEqual(got, want) {
-		t.Errorf("volume %+v, want a projection from the token Secret", got)
-	}
-	if !slices.Equal(plan.fields, []string{"spec.serviceAccountName"}) {
-		t.Errorf("token Secret fields %v, want [spec.serviceAccountName]", plan.fields)
-	}
-	if got := identityValue(virtual, "spec.serviceAccountName"); got != "builder" {
-		t.Errorf("token Secret value %q, want builder", got)
+	if physical.Spec.ServiceAccountName != "" {
+		t.Errorf("physical pod runs as service account %q", physical.Spec.ServiceAccountName)
 	}
 }
