@@ -198,7 +198,7 @@ func TestJobsFinishAndLeaveNothing(t *testing.T) {
 
 	testenv.WaitFor(t, 90*time.Second, "nothing of the finished pods is left in the physical cluster", func(ctx context.Context) (bool, error) {
 		left, err := mountNamespaceObjects(ctx, w)
-		return left == 0, fmt.Errorf("%d objects left in %s (%v)", left, w.Mount, err)
+		return err == nil && left == 0, fmt.Errorf("%d objects left in %s (%v)", left, w.Mount, err)
 	})
 	// The virtual pods are still there, finished, and nothing made them
 	// run again.
