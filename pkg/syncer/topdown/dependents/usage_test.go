@@ -271,3 +271,46 @@ func TestLifecycle(t *testing.T) {
 		})
 	}
 }
+
+// The deletion of a finished pod's physical twin enqueues what the pod
+// refers to; adds, updates, running pods and twins of other pods do not.
+func TestPhysicalPodGoneHandler(t *testing.T) {
+	factory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
+	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
+	r, err := NewPodReferences(ownership.Owner{ClusterID: testCluster, BindingUID: testBinding}, "mount", pods, nodes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	virtual := func(name string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, UID: types.UID(name + "-uid")},
+			Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name + "-conf"}}}}}},
+			Status: corev1.PodStatus{Phase: phase},
+		}
+	}
+	for _, p := range []*corev1.Pod{virtual("done", corev1.PodSucceeded), virtual("running", corev1.PodRunning)} {
+		if err := pods.Informer().GetIndexer().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	twin := func(name, uid string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "p-" + name, Annotations: map[string]string{
+			kubeoceanv1alpha1.AnnotationVirtualPodNamespace: "app", kubeoceanv1alpha1.AnnotationVirtualPodName: name,
+			kubeoceanv1alpha1.AnnotationVirtualPodUID: uid}}}
+	}
+	var got []cache.ObjectName
+	h := r.PhysicalPodGoneHandler(references.KindConfigMap, func(k cache.ObjectName) { got = append(got, k) })
+	h.OnAdd(twin("done", "done-uid"), false)
+	h.OnUpdate(twin("done", "done-uid"), twin("done", "done-uid"))
+	h.OnDelete(twin("running", "running-uid"))
+	h.OnDelete(twin("done", "earlier-uid"))
+	h.OnDelete(twin("gone", "gone-uid"))
+	if len(got) != 0 {
+		t.Fatalf("enqueued %v, want nothing", got)
+	}
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "mount/p-done", Obj: twin("done", "done-uid")})
+	if want := []cache.ObjectName{{Namespace: "app", Name: "done-conf"}}; !slices.Equal(got, want) {
+		t.Errorf("enqueued %v, want %v", got, want)
+	}
+}
