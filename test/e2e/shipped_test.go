@@ -183,6 +183,9 @@ var (
 		"get core/persistentvolumeclaims in namespace " + stack.MountNamespace,
 		"get core/persistentvolumes cluster-wide",
 		"get core/secrets in namespace " + storageNamespace,
+		// kubectl debug, which the flow does not run: test/topdown
+		// (TestKubectlDebugReachesPhysicalPod) does.
+		"patch core/pods/ephemeralcontainers in namespace " + stack.MountNamespace,
 	}
 )
 

@@ -80,10 +80,12 @@ func (r *PodReferences) InUse(kind, namespace, name string) (bool, error) {
 }
 
 // Counts tells whether pod keeps the copies of what it refers to: it is a
-// pod of this binding, and it is not finished or it has a physical twin
-// (named by the pod controller's mapping annotations), whose volumes must
-// not go while it may still run or be inspected. A pod being deleted
-// counts until it is gone.
+// pod of this binding, and it is not finished or its physical twin still
+// exists, whose volumes must not go while it may still run or be
+// inspected. A finished pod whose twin is gone (the pod controller deletes
+// the twin once the final status is copied) keeps nothing: a Job's
+// finished pods stay in the virtual cluster, their copies do not. A pod
+// being deleted counts until it is gone.
 //
 // A pod is this binding's when it is bound to one of the binding's virtual
 // nodes, or, once that node is gone, when the binding's own physical pod
@@ -93,11 +95,10 @@ func (r *PodReferences) InUse(kind, namespace, name string) (bool, error) {
 func (r *PodReferences) Counts(pod *corev1.Pod) bool {
 	twin := pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] != "" &&
 		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] == r.mountNamespace
-	if !r.onOurNode(pod) && !(twin && r.hasOurTwin(pod)) {
-		return false
+	if !isFinished(pod) && r.onOurNode(pod) {
+		return true
 	}
-	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	return twin || !finished
+	return twin && r.hasOurTwin(pod)
 }
 
 func (r *PodReferences) onOurNode(pod *corev1.Pod) bool {
@@ -130,6 +131,42 @@ func PodHandler(kind string, enqueue func(cache.ObjectName)) controller.Handler[
 	}
 }
 
+// PhysicalPodGoneHandler enqueues the objects of kind (a references.Kind*)
+// that a finished virtual pod refers to when its physical twin is deleted:
+// a finished pod keeps its copies only while the twin exists (see Counts),
+// and nothing changes on the virtual pod when the twin goes. Register it on
+// the binding's physical pod informer; adds and updates are ignored.
+func (r *PodReferences) PhysicalPodGoneHandler(kind string, enqueue func(cache.ObjectName)) cache.ResourceEventHandler {
+	return onDeleteOnly{controller.Handler[*corev1.Pod, cache.ObjectName]{
+		Enqueue: enqueue,
+		Keys: func(physical *corev1.Pod) []cache.ObjectName {
+			namespace := physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace]
+			name := physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodName]
+			obj, exists, err := r.pods.GetByKey(namespace + "/" + name)
+			if err != nil || !exists {
+				return nil
+			}
+			pod, ok := obj.(*corev1.Pod)
+			if !ok || string(pod.UID) != physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] || !isFinished(pod) {
+				return nil
+			}
+			return referencedKeys(kind, pod)
+		},
+	}}
+}
+
+// onDeleteOnly passes on deletions only.
+type onDeleteOnly struct {
+	controller.Handler[*corev1.Pod, cache.ObjectName]
+}
+
+func (onDeleteOnly) OnAdd(any, bool)   {}
+func (onDeleteOnly) OnUpdate(any, any) {}
+
+func isFinished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
 func referencedKeys(kind string, pod *corev1.Pod) []cache.ObjectName {
 	refs := references.Copied(pod)
 	var names []string
@@ -151,13 +188,10 @@ func referencedKeys(kind string, pod *corev1.Pod) []cache.ObjectName {
 // podChanged drops the many pod updates (status, mostly) that cannot
 // change what a pod refers to or whether it counts.
 func podChanged(oldPod, newPod *corev1.Pod) bool {
-	finished := func(p *corev1.Pod) bool {
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	}
 	mapping := func(p *corev1.Pod) [2]string {
 		return [2]string{p.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace], p.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]}
 	}
-	return oldPod.Spec.NodeName != newPod.Spec.NodeName || finished(oldPod) != finished(newPod) ||
+	return oldPod.Spec.NodeName != newPod.Spec.NodeName || isFinished(oldPod) != isFinished(newPod) ||
 		mapping(oldPod) != mapping(newPod) ||
 		len(oldPod.Spec.EphemeralContainers) != len(newPod.Spec.EphemeralContainers)
 }

@@ -70,15 +70,19 @@ func TestPodReferencesCounts(t *testing.T) {
 		pod  *corev1.Pod
 		want bool
 	}{
-		"running on our node":                 {pod: pod("ours", corev1.PodRunning, nil), want: true},
-		"pending on our node":                 {pod: pod("ours", corev1.PodPending, nil), want: true},
-		"unscheduled":                         {pod: pod("", corev1.PodPending, nil)},
-		"another binding's node":              {pod: pod("theirs", corev1.PodRunning, nil)},
-		"unknown node":                        {pod: pod("gone", corev1.PodRunning, nil)},
-		"finished without a twin":             {pod: pod("ours", corev1.PodSucceeded, nil)},
-		"finished with a twin":                {pod: pod("ours", corev1.PodFailed, twin), want: true},
-		"node gone, our physical pod remains": {pod: withUID(pod("gone", corev1.PodRunning, twinOf("ours-uid")), "ours-uid"), want: true},
-		"node gone, and no physical pod":      {pod: pod("gone", corev1.PodRunning, twin)},
+		"running on our node":     {pod: pod("ours", corev1.PodRunning, nil), want: true},
+		"pending on our node":     {pod: pod("ours", corev1.PodPending, nil), want: true},
+		"unscheduled":             {pod: pod("", corev1.PodPending, nil)},
+		"another binding's node":  {pod: pod("theirs", corev1.PodRunning, nil)},
+		"unknown node":            {pod: pod("gone", corev1.PodRunning, nil)},
+		"finished without a twin": {pod: pod("ours", corev1.PodSucceeded, nil)},
+		"finished with a twin":    {pod: withUID(pod("ours", corev1.PodFailed, twinOf("ours-uid")), "ours-uid"), want: true},
+		// The pod controller deletes the twin of a finished pod once its
+		// final status is copied: a Job's finished pods keep nothing.
+		"finished, twin deleted":                          {pod: pod("ours", corev1.PodSucceeded, twin)},
+		"finished, the physical pod is another binding's": {pod: withUID(pod("ours", corev1.PodSucceeded, twinOf("theirs-uid")), "theirs-uid")},
+		"node gone, our physical pod remains":             {pod: withUID(pod("gone", corev1.PodRunning, twinOf("ours-uid")), "ours-uid"), want: true},
+		"node gone, and no physical pod":                  {pod: pod("gone", corev1.PodRunning, twin)},
 		// Another binding with the same mount namespace writes the same
 		// mapping annotations on its pods: they must not keep our copies.
 		"another binding's pod mapped to our namespace": {pod: withUID(pod("theirs", corev1.PodRunning, twinOf("theirs-uid")), "theirs-uid")},
@@ -265,5 +269,48 @@ func TestLifecycle(t *testing.T) {
 				t.Errorf("calls %v, result %+v; want %v, %+v", calls.calls, result, tc.want, tc.result)
 			}
 		})
+	}
+}
+
+// The deletion of a finished pod's physical twin enqueues what the pod
+// refers to; adds, updates, running pods and twins of other pods do not.
+func TestPhysicalPodGoneHandler(t *testing.T) {
+	factory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
+	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
+	r, err := NewPodReferences(ownership.Owner{ClusterID: testCluster, BindingUID: testBinding}, "mount", pods, nodes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	virtual := func(name string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, UID: types.UID(name + "-uid")},
+			Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name + "-conf"}}}}}},
+			Status: corev1.PodStatus{Phase: phase},
+		}
+	}
+	for _, p := range []*corev1.Pod{virtual("done", corev1.PodSucceeded), virtual("running", corev1.PodRunning)} {
+		if err := pods.Informer().GetIndexer().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	twin := func(name, uid string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "p-" + name, Annotations: map[string]string{
+			kubeoceanv1alpha1.AnnotationVirtualPodNamespace: "app", kubeoceanv1alpha1.AnnotationVirtualPodName: name,
+			kubeoceanv1alpha1.AnnotationVirtualPodUID: uid}}}
+	}
+	var got []cache.ObjectName
+	h := r.PhysicalPodGoneHandler(references.KindConfigMap, func(k cache.ObjectName) { got = append(got, k) })
+	h.OnAdd(twin("done", "done-uid"), false)
+	h.OnUpdate(twin("done", "done-uid"), twin("done", "done-uid"))
+	h.OnDelete(twin("running", "running-uid"))
+	h.OnDelete(twin("done", "earlier-uid"))
+	h.OnDelete(twin("gone", "gone-uid"))
+	if len(got) != 0 {
+		t.Fatalf("enqueued %v, want nothing", got)
+	}
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "mount/p-done", Obj: twin("done", "done-uid")})
+	if want := []cache.ObjectName{{Namespace: "app", Name: "done-conf"}}; !slices.Equal(got, want) {
+		t.Errorf("enqueued %v, want %v", got, want)
 	}
 }

@@ -384,7 +384,8 @@ func virtualKeys[T interface{ GetAnnotations() map[string]string }](obj T) []cac
 
 // virtualPodChanged drops the status-only updates (most of them: the
 // bottom-up side mirrors every physical status change), except a phase
-// change, which ends or starts the pod's token refreshes.
+// change, which ends or starts the pod's token refreshes. Ephemeral
+// containers (kubectl debug) are added through their own subresource.
 func virtualPodChanged(oldPod, newPod *corev1.Pod) bool {
 	return oldPod.Generation != newPod.Generation ||
 		!maps.Equal(oldPod.Labels, newPod.Labels) ||
@@ -394,7 +395,8 @@ func virtualPodChanged(oldPod, newPod *corev1.Pod) bool {
 		oldPod.Spec.NodeName != newPod.Spec.NodeName ||
 		!ptr.Equal(oldPod.Spec.ActiveDeadlineSeconds, newPod.Spec.ActiveDeadlineSeconds) ||
 		!maps.Equal(imagesOf(&oldPod.Spec), imagesOf(&newPod.Spec)) ||
-		oldPod.Status.Phase != newPod.Status.Phase
+		oldPod.Status.Phase != newPod.Status.Phase ||
+		len(oldPod.Spec.EphemeralContainers) != len(newPod.Spec.EphemeralContainers)
 }
 
 // physicalPodChanged drops the physical kubelet's status updates except

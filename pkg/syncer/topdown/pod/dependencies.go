@@ -131,6 +131,12 @@ func requiredReferences(pod *corev1.Pod) referenceSets {
 					r.secrets.Insert(source.Secret.Name)
 				}
 			}
+		default:
+			// A volume plugin's Secret cannot be optional: the plugin
+			// fails the mount without it.
+			if ref := references.VolumeSecret(&v.VolumeSource); ref != nil && *ref != "" {
+				r.secrets.Insert(*ref)
+			}
 		}
 	}
 	for _, c := range references.AllContainers(&pod.Spec) {

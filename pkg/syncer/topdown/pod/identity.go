@@ -37,7 +37,10 @@ const (
 
 // identityFields are the downward-API fields whose physical values would
 // tell the pod its physical identity; they answer the virtual ones.
-var identityFields = []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName"}
+// spec.serviceAccountName is one (the API takes it in env only): the
+// physical pod runs as a service account of the mount namespace, not as
+// the virtual pod's.
+var identityFields = []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName"}
 
 func isIdentityField(fieldPath string) bool { return slices.Contains(identityFields, fieldPath) }
 
@@ -52,6 +55,8 @@ func identityValue(pod *corev1.Pod, fieldPath string) string {
 		return string(pod.UID)
 	case "spec.nodeName":
 		return pod.Spec.NodeName
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName
 	}
 	return ""
 }

@@ -3,6 +3,7 @@ package pod
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -96,9 +97,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 		return controller.Result{}, controller.Terminal(mismatch)
 	}
 	if isTerminal(virtual) {
-		// Finished: nothing runs any more, nothing is created again; the
-		// token Secret goes with the physical pod.
-		return controller.Result{}, c.cleanUpFinished(ctx, m, virtual.UID)
+		return c.syncFinished(ctx, virtual, m)
 	}
 
 	physical, err := c.physicalPods.Pods(c.mountNamespace).Get(m.name)
@@ -164,6 +163,14 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 		}
 		logger.V(2).Info("Updated physical pod from the virtual pod")
 	}
+	var recheck time.Duration
+	if physical.Status.Phase == corev1.PodRunning {
+		// kubectl debug: only a running pod takes ephemeral containers.
+		var err error
+		if recheck, err = c.syncEphemeralContainers(ctx, virtual, physical, m); err != nil {
+			return controller.Result{}, err
+		}
+	}
 	if _, err := c.setDependenciesReady(ctx, virtual, corev1.ConditionTrue, ReasonDependenciesReady, ""); err != nil {
 		return controller.Result{}, err
 	}
@@ -174,6 +181,9 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 		return controller.Result{}, nil
 	}
 	refresh, err := c.ensureTokenSecret(ctx, virtual, m.name, planIdentity(virtual))
+	if recheck > 0 && (refresh == 0 || recheck < refresh) {
+		refresh = recheck
+	}
 	return controller.Result{RequeueAfter: refresh}, err
 }
 

@@ -125,6 +125,10 @@ func (t translation) rewriteVolumes(volumes []corev1.Volume) {
 				DefaultMode: v.DownwardAPI.DefaultMode,
 				Sources:     t.downwardAPISources(v.DownwardAPI.Items),
 			}}
+		default:
+			if ref := references.VolumeSecret(&v.VolumeSource); ref != nil {
+				*ref = t.names.secret(*ref)
+			}
 		}
 	}
 }

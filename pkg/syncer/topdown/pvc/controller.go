@@ -96,6 +96,11 @@ func New(opts Options) (*Controller, error) {
 	if err := c.Watch(opts.VirtualPods.Informer(), dependents.PodHandler(references.KindPVC, c.Enqueue)); err != nil {
 		return nil, fmt.Errorf("%s: registering virtual pod handler: %w", Name, err)
 	}
+	if opts.PhysicalPods != nil {
+		if err := c.Watch(opts.PhysicalPods.Informer(), pods.PhysicalPodGoneHandler(references.KindPVC, c.Enqueue)); err != nil {
+			return nil, fmt.Errorf("%s: registering physical pod handler: %w", Name, err)
+		}
+	}
 	return c, nil
 }
 

@@ -53,7 +53,7 @@ func projectsToken(projected *corev1.ProjectedVolumeSource) bool {
 }
 
 // Of collects the references of pod: volumes (including projected
-// sources), env valueFrom and envFrom of every container kind, and
+// sources and the Secrets of volume plugins, see VolumeSecret), env valueFrom and envFrom of every container kind, and
 // imagePullSecrets. Optional references are included too: when the object
 // exists it must be copied for the pod to see it.
 func Of(pod *corev1.Pod) References {
@@ -74,6 +74,10 @@ func Of(pod *corev1.Pod) References {
 				if source.Secret != nil {
 					secrets.Insert(source.Secret.Name)
 				}
+			}
+		default:
+			if ref := VolumeSecret(&v.VolumeSource); ref != nil {
+				secrets.Insert(*ref)
 			}
 		}
 	}
@@ -105,6 +109,41 @@ func Of(pod *corev1.Pod) References {
 	secrets.Delete("")
 	pvcs.Delete("")
 	return References{ConfigMaps: sets.List(configMaps), Secrets: sets.List(secrets), PVCs: sets.List(pvcs)}
+}
+
+// VolumeSecret points at the name of the Secret that a volume of a
+// plugin type hands to its driver (credentials, keys, mount options): CSI
+// inline nodePublishSecretRef, azureFile, cephfs, cinder, flexVolume,
+// iscsi (CHAP), rbd, scaleIO and storageos. Nil for every other type,
+// including secret and projected volumes, whose references are read
+// apart, and for a type whose reference is not set. The name is in the
+// pod's namespace; rewriting it through the pointer renames it in place.
+func VolumeSecret(v *corev1.VolumeSource) *string {
+	var ref *corev1.LocalObjectReference
+	switch {
+	case v.CSI != nil:
+		ref = v.CSI.NodePublishSecretRef
+	case v.AzureFile != nil:
+		return &v.AzureFile.SecretName
+	case v.CephFS != nil:
+		ref = v.CephFS.SecretRef
+	case v.Cinder != nil:
+		ref = v.Cinder.SecretRef
+	case v.FlexVolume != nil:
+		ref = v.FlexVolume.SecretRef
+	case v.ISCSI != nil:
+		ref = v.ISCSI.SecretRef
+	case v.RBD != nil:
+		ref = v.RBD.SecretRef
+	case v.ScaleIO != nil:
+		ref = v.ScaleIO.SecretRef
+	case v.StorageOS != nil:
+		ref = v.StorageOS.SecretRef
+	}
+	if ref == nil {
+		return nil
+	}
+	return &ref.Name
 }
 
 // AllContainers returns pointers to the init, regular and ephemeral

@@ -105,17 +105,22 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := addHandlers(c, opts); err != nil {
+	if err := addHandlers(c, opts, pods); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return c, nil
 }
 
 // addHandlers registers what else tells whether a Secret is used: the
-// pods referring to it and the PVs naming it as their CSI Secret.
-func addHandlers(c *Controller, opts Options) error {
+// pods referring to it, the physical twins of finished ones going, and the PVs naming it as their CSI Secret.
+func addHandlers(c *Controller, opts Options, pods *dependents.PodReferences) error {
 	if err := c.Watch(opts.VirtualPods.Informer(), dependents.PodHandler(references.KindSecret, c.Enqueue)); err != nil {
 		return fmt.Errorf("registering virtual pod handler: %w", err)
+	}
+	if opts.PhysicalPods != nil {
+		if err := c.Watch(opts.PhysicalPods.Informer(), pods.PhysicalPodGoneHandler(references.KindSecret, c.Enqueue)); err != nil {
+			return fmt.Errorf("registering physical pod handler: %w", err)
+		}
 	}
 	// A PV marked or released changes whether its CSI Secret is used.
 	if err := c.Watch(opts.VirtualPVs.Informer(), controller.Handler[*corev1.PersistentVolume, cache.ObjectName]{
