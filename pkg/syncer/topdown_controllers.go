@@ -17,6 +17,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pv"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pvc"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/secret"
 )
 
@@ -29,6 +30,13 @@ func markedScope(clusterID string) informers.Scope {
 // physicalPVScope selects the PersistentVolumes this binding copied.
 func physicalPVScope(owner ownership.Owner) informers.Scope {
 	return informers.Scope{LabelSelector: owner.Selector()}
+}
+
+// rootCAScope selects the kube-root-ca.crt ConfigMap of every virtual
+// namespace, whose CA the pods' token Secrets hold: one small object per
+// namespace, read from the cache rather than once per pod.
+func rootCAScope() informers.Scope {
+	return informers.Scope{FieldSelector: "metadata.name=" + references.RootCAConfigMap}
 }
 
 // mountNamespaceScope selects the mount namespace itself, whose Pod
@@ -68,7 +76,8 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		VirtualClient: e.virtual.Kube.CoreV1(), PhysicalClient: e.physical.Kube.CoreV1(),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes,
 		PhysicalPods: copies.Pods(), PhysicalSecrets: copies.Secrets(),
-		Dependents: deps, DependencyEvents: e.dependencyEvents(), Recorder: p.Recorder, Metrics: p.Metrics,
+		VirtualRootCAs: v.Kube(rootCAScope()).Core().V1().ConfigMaps(),
+		Dependents:     deps, DependencyEvents: e.dependencyEvents(), Recorder: p.Recorder, Metrics: p.Metrics,
 		MountNamespaces:   ph.Kube(mountNamespaceScope(mount)).Core().V1().Namespaces(),
 		ResourceQuotas:    ph.Kube(informers.Scope{Namespace: mount}).Core().V1().ResourceQuotas(),
 		SyncDaemonSetPods: e.opts.SyncDaemonSetPods,

@@ -99,6 +99,12 @@ type Options struct {
 	// from the latter.
 	PhysicalPods    corev1informers.PodInformer
 	PhysicalSecrets corev1informers.SecretInformer
+	// VirtualRootCAs: the virtual cluster's kube-root-ca.crt ConfigMaps,
+	// one per namespace (a field selector on that name will do). The CA
+	// a token Secret holds is read from them. Optional: without them, or
+	// for a namespace they do not show yet, it is read live, once per
+	// token Secret written.
+	VirtualRootCAs corev1informers.ConfigMapInformer
 
 	// Dependents copies ConfigMaps, Secrets and PVCs to the physical
 	// cluster; *dependents.Syncer.
@@ -146,10 +152,12 @@ type Controller struct {
 	virtualNodes    corev1listers.NodeLister
 	physicalPods    corev1listers.PodLister
 	physicalSecrets corev1listers.SecretLister
+	virtualRootCAs  corev1listers.ConfigMapLister
 	dependents      Dependents
 	recorder        record.EventRecorder
 	clock           clock.WithTicker
 	created         createdPods
+	createdTokens   createdTokenSecrets
 	waiters         *waiters
 
 	// mountNamespaces reads the mount namespace's labels; nil when not
@@ -201,6 +209,10 @@ func New(opts Options) (*Controller, error) {
 	synced := []cache.InformerSynced{
 		opts.VirtualPods.Informer().HasSynced, opts.VirtualNodes.Informer().HasSynced,
 		opts.PhysicalPods.Informer().HasSynced, opts.PhysicalSecrets.Informer().HasSynced,
+	}
+	if opts.VirtualRootCAs != nil {
+		c.virtualRootCAs = opts.VirtualRootCAs.Lister()
+		synced = append(synced, opts.VirtualRootCAs.Informer().HasSynced)
 	}
 	if opts.MountNamespaces != nil {
 		c.mountNamespaces = opts.MountNamespaces.Lister()
