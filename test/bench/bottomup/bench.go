@@ -36,6 +36,33 @@ type bench struct {
 	// metricsAddr serves the syncer's metrics, and its pprof handlers with
 	// --heap-profile or --cpu-profile.
 	metricsAddr string
+	// floorWrite is what the floor's status writes cost: the virtual
+	// apiserver's requests and every process's CPU.
+	floorWrite phase
+}
+
+// phase is what the virtual apiserver served (apiserver_request_total,
+// every client's) and what every process spent during a measured phase.
+type phase struct {
+	requests benchenv.APIRequests
+	cpu      map[string]float64
+}
+
+// measure runs fn and returns what the phase cost.
+func (b *bench) measure(ctx context.Context, procs benchenv.Processes, fn func() error) (phase, error) {
+	before, err := benchenv.ScrapeAPIServer(ctx, b.virtual)
+	if err != nil {
+		return phase{}, err
+	}
+	cpu := procs.SampleCPU()
+	if err := fn(); err != nil {
+		return phase{}, err
+	}
+	after, err := benchenv.ScrapeAPIServer(ctx, b.virtual)
+	if err != nil {
+		return phase{}, err
+	}
+	return phase{requests: after.Sub(before), cpu: benchenv.CPUSeconds(cpu, procs.SampleCPU())}, nil
 }
 
 func newBench(cfg config, virtual, physical *controlplane.Cluster) *bench {
@@ -86,12 +113,15 @@ func (b *bench) floors(ctx context.Context) (create, update time.Duration, err e
 	// and a second write.
 	benchenv.Logf("floor: a plain client writes %d node statuses, one request each", n)
 	patch := []byte(`{"status":{"allocatable":{"cpu":"2"}}}`)
-	start = time.Now()
-	err = benchenv.ForEach(n, func(i int) error {
-		_, err := nodes.Patch(ctx, fmt.Sprintf("floor-%04d", i), types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	b.floorWrite, err = b.measure(ctx, benchenv.ClusterProcesses(nil, b.virtual, b.physical), func() error {
+		start := time.Now()
+		err := benchenv.ForEach(n, func(i int) error {
+			_, err := nodes.Patch(ctx, fmt.Sprintf("floor-%04d", i), types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+			return err
+		})
+		update = time.Since(start)
 		return err
 	})
-	update = time.Since(start)
 	if err != nil {
 		return 0, 0, err
 	}
