@@ -305,7 +305,7 @@ func (c *Controller) registerHandlers(opts Options) error {
 			Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Pod], Filter: c.isManagedPod, Changed: physicalPodChanged,
 		}},
 		{"physical token secret", opts.PhysicalSecrets.Informer(), controller.Handler[*corev1.Secret, cache.ObjectName]{
-			Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Secret], Filter: c.isTokenSecret,
+			Enqueue: c.Enqueue, Keys: c.tokenSecretKeys, Filter: c.isTokenSecret,
 		}},
 	}
 	for kind, informer := range opts.DependencyEvents {
@@ -379,6 +379,15 @@ func (c *Controller) isManagedPod(pod *corev1.Pod) bool {
 
 func (c *Controller) isTokenSecret(secret *corev1.Secret) bool {
 	return secret.Namespace == c.mountNamespace && secret.Labels[LabelPodToken] == "true" && c.owner.Owns(secret)
+}
+
+// tokenSecretKeys maps a token Secret's event to its virtual pod. From its
+// first event on the cache speaks for the Secret, so the controller stops
+// standing in for it with the one it created (see createdTokenSecrets),
+// also when that event is a deletion.
+func (c *Controller) tokenSecretKeys(secret *corev1.Secret) []cache.ObjectName {
+	c.createdTokens.observed(secret.Name)
+	return virtualKeys(secret)
 }
 
 // virtualKeys maps a physical object Kubeocean made for a virtual pod back

@@ -114,7 +114,8 @@ func (e *createdTokenSecrets) pending(name string) (*corev1.Secret, bool) {
 	return created.secret, ok
 }
 
-// observed forgets name: the cache shows it, or it is being deleted.
+// observed forgets name: the cache shows it (an event of it came), or it is
+// being deleted.
 func (e *createdTokenSecrets) observed(name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -149,3 +149,28 @@ func TestCreatedTokenSecretAwaitedInCache(t *testing.T) {
 	f.mustReconcile()
 	assertWrites(t, f, "virtual create serviceaccounts/token", "physical update secrets")
 }
+
+// A token Secret deleted before the cache showed it is created again once
+// its events come: from then on the cache, not the memory of the create,
+// speaks for it.
+func TestCreatedTokenSecretDeletedBeforeCached(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	f.mustReconcile()
+	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+	secrets := f.physicalKube.CoreV1().Secrets(mountNS)
+	created, err := secrets.Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := secrets.Delete(context.Background(), created.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.takeWrites()
+	// Its add and delete events arrive.
+	if keys := f.controller.tokenSecretKeys(created); len(keys) != 1 || keys[0].Name != virtualName {
+		t.Fatalf("keys = %v, want the virtual pod", keys)
+	}
+	f.syncCaches()
+	f.mustReconcile()
+	assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets")
+}
