@@ -11,6 +11,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/resources"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 )
 
 // The scopes of the syncer's informers. Everything cached from the physical
@@ -42,6 +43,28 @@ func ownedScope(clusterID, namespace string) informers.Scope {
 // another virtual cluster) is not even cached, let alone acted on.
 func boundScope(owner ownership.Owner, mountNamespace string) informers.Scope {
 	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector()}
+}
+
+// boundSecretsScope is boundScope for Secrets: the values of the pods'
+// token Secrets (a token, the virtual CA, identity fields: a few KiB per
+// pod) stay out of the cache, which tells only which keys they have. The
+// pod controller reads nothing else of them, and renews a Secret by
+// writing every value anew.
+func boundSecretsScope(owner ownership.Owner, mountNamespace string) informers.Scope {
+	scope := boundScope(owner, mountNamespace)
+	scope.Slim, scope.SlimName = dropTokenValues, "token-values"
+	return scope
+}
+
+func dropTokenValues(obj any) (any, error) {
+	secret, ok := obj.(*corev1.Secret)
+	if !ok || secret.Labels[pod.LabelPodToken] != "true" {
+		return obj, nil
+	}
+	for key := range secret.Data {
+		secret.Data[key] = nil
+	}
+	return secret, nil
 }
 
 // foreignPodScope: pods Kubeocean does not run that hold resources on a node,

@@ -8,6 +8,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 )
 
 func expr(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
@@ -129,5 +130,24 @@ func TestNeedsRestart(t *testing.T) {
 				t.Fatalf("needsRestart = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// The cache keeps a token Secret's keys, which tell whether it serves its
+// pod, and none of its values; other Secrets (copies) are kept whole.
+func TestDropTokenValues(t *testing.T) {
+	token := &corev1.Secret{Data: map[string][]byte{"token": []byte("t"), "ca.crt": []byte("ca")}}
+	token.Labels = map[string]string{pod.LabelPodToken: "true"}
+	copied := &corev1.Secret{Data: map[string][]byte{"password": []byte("p")}}
+	for _, s := range []*corev1.Secret{token, copied} {
+		if _, err := dropTokenValues(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(token.Data) != 2 || token.Data["token"] != nil || token.Data["ca.crt"] != nil {
+		t.Errorf("token Secret cached with %q, want its two keys without values", token.Data)
+	}
+	if string(copied.Data["password"]) != "p" {
+		t.Errorf("copied Secret cached with %q, want it whole", copied.Data)
 	}
 }

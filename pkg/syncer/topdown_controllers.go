@@ -18,6 +18,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pv"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pvc"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/secret"
 )
 
@@ -30,6 +31,13 @@ func markedScope(clusterID string) informers.Scope {
 // physicalPVScope selects the PersistentVolumes this binding copied.
 func physicalPVScope(owner ownership.Owner) informers.Scope {
 	return informers.Scope{LabelSelector: owner.Selector()}
+}
+
+// rootCAScope selects the kube-root-ca.crt ConfigMap of every virtual
+// namespace, whose CA the pods' token Secrets hold: one small object per
+// namespace, read from the cache rather than once per pod.
+func rootCAScope() informers.Scope {
+	return informers.Scope{FieldSelector: "metadata.name=" + references.RootCAConfigMap}
 }
 
 // mountNamespaceScope selects the mount namespace itself, whose Pod
@@ -48,6 +56,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 
 	marked := v.Kube(markedScope(clusterID)).Core().V1()
 	copies := ph.Kube(boundScope(owner, mount)).Core().V1()
+	physicalSecrets := ph.Kube(boundSecretsScope(owner, mount)).Core().V1().Secrets()
 	physicalPVs := ph.Kube(physicalPVScope(owner)).Core().V1().PersistentVolumes()
 	virtualPods := v.Kube(informers.Scope{}).Core().V1().Pods()
 	virtualNodes := v.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
@@ -61,7 +70,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
 		VirtualConfigMaps: marked.ConfigMaps().Lister(), VirtualSecrets: marked.Secrets().Lister(),
 		VirtualPVCs: marked.PersistentVolumeClaims().Lister(), VirtualPVs: marked.PersistentVolumes().Lister(),
-		PhysicalConfigMaps: copies.ConfigMaps().Lister(), PhysicalSecrets: copies.Secrets().Lister(),
+		PhysicalConfigMaps: copies.ConfigMaps().Lister(), PhysicalSecrets: physicalSecrets.Lister(),
 		PhysicalPVCs: copies.PersistentVolumeClaims().Lister(), PhysicalPVs: physicalPVs.Lister(),
 		Recorder: p.Recorder,
 	})
@@ -72,8 +81,9 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, VirtualAPIServer: e.opts.VirtualAPIServer,
 		VirtualClient: e.virtual.Kube.CoreV1(), PhysicalClient: e.physical.Kube.CoreV1(),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes,
-		PhysicalPods: copies.Pods(), PhysicalSecrets: copies.Secrets(),
-		Dependents: deps, DependencyEvents: e.dependencyEvents(), Recorder: p.Recorder, Metrics: p.Metrics,
+		PhysicalPods: copies.Pods(), PhysicalSecrets: physicalSecrets,
+		VirtualRootCAs: v.Kube(rootCAScope()).Core().V1().ConfigMaps(),
+		Dependents:     deps, DependencyEvents: e.dependencyEvents(), Recorder: p.Recorder, Metrics: p.Metrics,
 		MountNamespaces:   ph.Kube(mountNamespaceScope(mount)).Core().V1().Namespaces(),
 		ResourceQuotas:    ph.Kube(informers.Scope{Namespace: mount}).Core().V1().ResourceQuotas(),
 		SyncDaemonSetPods: e.opts.SyncDaemonSetPods,
@@ -92,7 +102,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	}
 	secrets, err := secret.New(secret.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: copies.Pods(),
-		VirtualSecrets: marked.Secrets(), PhysicalSecrets: copies.Secrets(),
+		VirtualSecrets: marked.Secrets(), PhysicalSecrets: physicalSecrets,
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes, VirtualPVs: marked.PersistentVolumes(), Metrics: p.Metrics,
 	})
 	if err != nil {
@@ -167,7 +177,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 			}),
 		}},
 		copiesTarget(configmap.Name, configMaps.Enqueue, marked.ConfigMaps().Informer(), copies.ConfigMaps().Informer(), dependents.CopyKeys[*corev1.ConfigMap](true)),
-		copiesTarget(secret.Name, secrets.Enqueue, marked.Secrets().Informer(), copies.Secrets().Informer(), dependents.CopyKeys[*corev1.Secret](true)),
+		copiesTarget(secret.Name, secrets.Enqueue, marked.Secrets().Informer(), physicalSecrets.Informer(), dependents.CopyKeys[*corev1.Secret](true)),
 		copiesTarget(pvc.Name, claims.Enqueue, marked.PersistentVolumeClaims().Informer(), copies.PersistentVolumeClaims().Informer(), dependents.CopyKeys[*corev1.PersistentVolumeClaim](true)),
 		copiesTarget(pv.Name, volumes.Enqueue, marked.PersistentVolumes().Informer(), physicalPVs.Informer(), dependents.CopyKeys[*corev1.PersistentVolume](false)),
 	)

@@ -75,3 +75,18 @@ func FreeLoopbackAddresses(n int) ([]string, error) {
 	}
 	return addrs, nil
 }
+
+// Pids are the process IDs of the cluster's running components and of the
+// processes started beside them, by name ("etcd", "kube-apiserver", "kwok",
+// ...), so that a benchmark can read what each of them costs.
+func (c *Cluster) Pids() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pids := make(map[string]int, len(c.procs))
+	for _, p := range c.procs {
+		if !p.exited() {
+			pids[p.name] = p.cmd.Process.Pid
+		}
+	}
+	return pids
+}

@@ -4,26 +4,50 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeocean/kubeocean/test/controlplane"
 )
 
-// ScrapeAPIServerRequests reads an API server's own apiserver_request_total,
-// by "VERB resource[/subresource] code", so that a benchmark counts the
-// requests the server saw, whoever made them.
-func ScrapeAPIServerRequests(ctx context.Context, kube kubernetes.Interface) (map[string]float64, error) {
-	data, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(data))
+// APIRequest is one series of an apiserver's apiserver_request_total: verb
+// as the apiserver reports it (POST, PUT, PATCH, DELETE, GET of one object,
+// LIST, WATCH), resource with its subresource ("pods/status") and HTTP
+// code.
+type APIRequest struct {
+	Verb, Resource, Code string
+}
+
+func (r APIRequest) String() string { return r.Verb + " " + r.Resource + " " + r.Code }
+
+// APIRequests counts an apiserver's requests by series.
+type APIRequests map[APIRequest]float64
+
+// ScrapeAPIServer reads the apiserver's own apiserver_request_total from
+// its /metrics: every client's requests, whatever its client-side counters
+// say.
+func ScrapeAPIServer(ctx context.Context, c *controlplane.Cluster) (APIRequests, error) {
+	kube, err := kubernetes.NewForConfig(c.Config())
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
+	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the metrics of %s's apiserver: %w", c.Name, err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the metrics of %s's apiserver: %w", c.Name, err)
+	}
+	out := APIRequests{}
 	for _, m := range families["apiserver_request_total"].GetMetric() {
 		labels := map[string]string{}
 		for _, l := range m.GetLabel() {
@@ -33,19 +57,73 @@ func ScrapeAPIServerRequests(ctx context.Context, kube kubernetes.Interface) (ma
 		if sub := labels["subresource"]; sub != "" {
 			resource += "/" + sub
 		}
-		out[labels["verb"]+" "+resource+" "+labels["code"]] += m.GetCounter().GetValue()
+		if resource == "" {
+			resource = "(none)" // /healthz, /metrics, discovery
+		}
+		out[APIRequest{Verb: labels["verb"], Resource: resource, Code: labels["code"]}] += m.GetCounter().GetValue()
 	}
 	return out, nil
 }
 
-// CPUSeconds is the CPU time the syncer's process has used so far.
-func (s *Syncer) CPUSeconds() (float64, error) {
-	ticks, err := cpuTicks(s.cmd.Process.Pid)
-	if err != nil {
-		return 0, err
+// Sub is r minus before, keeping what grew.
+func (r APIRequests) Sub(before APIRequests) APIRequests {
+	out := APIRequests{}
+	for k, v := range r {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
 	}
-	return float64(ticks) / ticksPerSecond, nil
+	return out
 }
 
-// ticksPerSecond is USER_HZ on Linux, the unit of /proc/<pid>/stat times.
-const ticksPerSecond = 100
+// Total sums the series that match.
+func (r APIRequests) Total(match func(APIRequest) bool) float64 {
+	var sum float64
+	for k, v := range r {
+		if match(k) {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// IsWatch tells the long-running WATCH requests, which count connections
+// rather than work.
+func IsWatch(r APIRequest) bool { return r.Verb == "WATCH" }
+
+// IsConflict tells the 409s: a conflict on update, AlreadyExists on create.
+func IsConflict(r APIRequest) bool { return r.Code == "409" }
+
+// PrintAPIRequests prints per series the requests per unit of each phase,
+// side by side (e.g. the syncer's phase beside its floor's); series with
+// nothing in any phase are left out, and so are WATCHes and the requests
+// without a resource (health and metrics probes).
+func PrintAPIRequests(title string, phases []string, requests []APIRequests, per []float64) {
+	keys := map[APIRequest]bool{}
+	for _, r := range requests {
+		for k := range r {
+			if !IsWatch(k) && k.Resource != "(none)" {
+				keys[k] = true
+			}
+		}
+	}
+	fmt.Printf("\n%s\n", title)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "verb\tresource\tcode\t"+strings.Join(phases, "\t"))
+	sorted := slices.SortedFunc(maps.Keys(keys), func(a, b APIRequest) int {
+		return strings.Compare(a.Resource+" "+a.Verb+" "+a.Code, b.Resource+" "+b.Verb+" "+b.Code)
+	})
+	for _, k := range sorted {
+		row := []string{k.Verb, k.Resource, k.Code}
+		for i, r := range requests {
+			row = append(row, fmt.Sprintf("%.3f", r[k]/per[i]))
+		}
+		fmt.Fprintln(w, strings.Join(row, "\t"))
+	}
+	row := []string{"all", "but watches", ""}
+	for i, r := range requests {
+		row = append(row, fmt.Sprintf("%.3f", r.Total(func(k APIRequest) bool { return !IsWatch(k) && k.Resource != "(none)" })/per[i]))
+	}
+	fmt.Fprintln(w, strings.Join(row, "\t"))
+	w.Flush()
+}

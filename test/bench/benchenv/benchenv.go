@@ -155,6 +155,9 @@ func StartSyncerWithEnv(binary string, virtual *controlplane.Cluster, binding st
 	return s, nil
 }
 
+// Pid is the syncer's process ID.
+func (s *Syncer) Pid() int { return s.cmd.Process.Pid }
+
 // Stop interrupts the syncer and waits for it, killing it after 20 s.
 func (s *Syncer) Stop() {
 	_ = s.cmd.Process.Signal(os.Interrupt)
@@ -233,4 +236,10 @@ func Main(timeout time.Duration, run func(ctx context.Context) error) {
 		fmt.Fprintf(os.Stderr, "benchmark failed: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// RSS is the syncer's resident set size in MiB.
+func (s *Syncer) RSS() (float64, error) {
+	kib, err := rssKiB(s.Pid())
+	return float64(kib) / 1024, err
 }

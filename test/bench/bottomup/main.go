@@ -97,7 +97,12 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	if r.policyChange, err = b.changePolicy(ctx); err != nil {
+	r.floorWrite = b.floorWrite
+	r.change, err = b.measure(ctx, benchenv.ClusterProcesses(b.syncer, b.virtual, b.physical), func() error {
+		r.policyChange, err = b.changePolicy(ctx)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("changing the policy: %w", err)
 	}
 	changed, err := benchenv.ScrapeRequests(b.metricsAddr)

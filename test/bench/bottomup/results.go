@@ -7,6 +7,8 @@ import (
 	"slices"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 )
 
 type results struct {
@@ -17,6 +19,9 @@ type results struct {
 	// lendRequests and changeRequests are the syncer's API requests while
 	// lending the nodes and while the policy change reached them.
 	lendRequests, changeRequests map[string]float64
+	// change and floorWrite are what the policy change and the floor's
+	// status writes cost the virtual apiserver and every process.
+	change, floorWrite phase
 }
 
 func (r results) print(cfg config) {
@@ -41,6 +46,12 @@ func (r results) print(cfg config) {
 	w.Flush()
 	printRequests("lending", r.lendRequests, cfg.nodes)
 	printRequests("the policy change", r.changeRequests, cfg.nodes)
+	n := float64(cfg.nodes)
+	phases := []string{"policy change", "floor"}
+	benchenv.PrintAPIRequests("Virtual apiserver, requests per node (apiserver_request_total, every client's: the benchmark polls nodes with LISTs);\n"+
+		"the floor writes one status per node, the syncer's ideal path:", phases,
+		[]benchenv.APIRequests{r.change.requests, r.floorWrite.requests}, []float64{n, n})
+	benchenv.PrintCPU("CPU of every process:", phases, []map[string]float64{r.change.cpu, r.floorWrite.cpu}, []float64{n, n}, "node")
 }
 
 // printRequests lists the syncer's API requests per node during a phase

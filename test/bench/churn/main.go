@@ -8,7 +8,7 @@
 //     apiserver_request_total;
 //   - seconds from the end of the churn until every virtual node shows the
 //     capacity the pods left on its physical node leave free;
-//   - the CPU seconds of the syncer over the churn.
+//   - the CPU seconds of every process over the churn and the settling.
 //
 // Pods are created at --rate per second for --duration, each deleted
 // --lifetime after its creation. The syncer runs as the real
@@ -114,14 +114,12 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer watcher.stop()
-	before, err := benchenv.ScrapeAPIServerRequests(ctx, b.virtualKube)
+	before, err := benchenv.ScrapeAPIServer(ctx, b.virtual)
 	if err != nil {
 		return err
 	}
-	cpuBefore, err := b.syncer.CPUSeconds()
-	if err != nil {
-		return err
-	}
+	processes := benchenv.ClusterProcesses(b.syncer, clusters...)
+	cpuBefore := processes.SampleCPU()
 	watcher.start()
 	alive, achieved, err := b.churn(ctx)
 	if err != nil {
@@ -133,11 +131,8 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	writes := watcher.finish()
-	cpuAfter, err := b.syncer.CPUSeconds()
-	if err != nil {
-		return err
-	}
-	after, err := benchenv.ScrapeAPIServerRequests(ctx, b.virtualKube)
+	cpuAfter := processes.SampleCPU()
+	after, err := benchenv.ScrapeAPIServer(ctx, b.virtual)
 	if err != nil {
 		return err
 	}
@@ -148,8 +143,8 @@ func run(ctx context.Context, cfg config) error {
 	}
 	r := results{
 		cfg: cfg, achievedRate: achieved, settle: settle, writes: writes,
-		requests:  benchenv.DiffRequests(before, after),
-		syncerCPU: cpuAfter - cpuBefore,
+		requests: after.Sub(before),
+		cpu:      benchenv.CPUSeconds(cpuBefore, cpuAfter),
 	}
 	r.print()
 	return nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 )
 
 type results struct {
@@ -16,9 +18,10 @@ type results struct {
 	settle       time.Duration
 	writes       writeFigures
 	// requests are the virtual API server's requests over the churn and
-	// the settling, by "VERB resource code".
-	requests  map[string]float64
-	syncerCPU float64
+	// the settling.
+	requests benchenv.APIRequests
+	// cpu is the CPU seconds of every process over the same window.
+	cpu map[string]float64
 }
 
 func (r results) print() {
@@ -31,30 +34,26 @@ func (r results) print() {
 	fmt.Fprintf(w, "syncer status writes per node per second, average over %.0f s\t%.2f\t≤ 1\n", seconds, float64(r.writes.total)/float64(cfg.nodes)/seconds)
 	fmt.Fprintf(w, "syncer status writes of one node in one second, most\t%d\t≤ 1\n", r.writes.maxPerNodeSecond)
 	fmt.Fprintf(w, "shortest gap between two syncer status writes of one node, as the watch delivered them (s)\t%.2f\t≥ 1 at the syncer\n", r.writes.minGap.Seconds())
-	fmt.Fprintf(w, "node writes refused with 409 at the virtual API server\t%.0f\t0\n", r.sum("nodes", "409"))
+	fmt.Fprintf(w, "node writes refused with 409 at the virtual API server\t%.0f\t0\n", r.requests.Total(func(k benchenv.APIRequest) bool {
+		return onNodes(k) && benchenv.IsConflict(k)
+	}))
 	fmt.Fprintf(w, "churn stopped → every virtual node shows its capacity (s)\t%.1f\t≤ 2\n", r.settle.Seconds())
-	fmt.Fprintf(w, "syncer CPU over the churn (s)\t%.1f\t\n", r.syncerCPU)
 	w.Flush()
 	fmt.Println("\nStatus changes of the virtual nodes by writer (field manager), as the watch saw them:")
 	for _, k := range slices.Sorted(maps.Keys(r.writes.byWriter)) {
 		fmt.Printf("  %-40s %d\n", k, r.writes.byWriter[k])
 	}
-	fmt.Println("\nVirtual API server requests on nodes over the churn and the settling (its apiserver_request_total):")
-	for _, k := range slices.Sorted(maps.Keys(r.requests)) {
-		if strings.Contains(k, " nodes") {
-			fmt.Printf("  %-40s %.0f\n", k, r.requests[k])
+	nodes := benchenv.APIRequests{}
+	for k, v := range r.requests {
+		if onNodes(k) {
+			nodes[k] = v
 		}
 	}
+	benchenv.PrintAPIRequests("Virtual API server requests on nodes over the churn and the settling (its apiserver_request_total):",
+		[]string{"total"}, []benchenv.APIRequests{nodes}, []float64{1})
+	benchenv.PrintCPU("CPU of every process over the churn and the settling:", []string{"churn"},
+		[]map[string]float64{r.cpu}, []float64{r.achievedRate * cfg.duration.Seconds()}, "pod")
 }
 
-// sum adds the requests on resource (any subresource) answered with code.
-func (r results) sum(resource, code string) float64 {
-	total := 0.0
-	for k, v := range r.requests {
-		f := strings.Fields(k)
-		if len(f) == 3 && strings.Split(f[1], "/")[0] == resource && f[2] == code {
-			total += v
-		}
-	}
-	return total
-}
+// onNodes tells the requests on nodes and their subresources.
+func onNodes(k benchenv.APIRequest) bool { return strings.Split(k.Resource, "/")[0] == "nodes" }

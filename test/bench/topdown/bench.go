@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"os"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -36,6 +34,8 @@ type bench struct {
 	virtualKube, physKube kubernetes.Interface
 	syncer                *benchenv.Syncer
 	metricsAddr           string
+	// procs are every process whose CPU is reported.
+	procs benchenv.Processes
 }
 
 func newBench(cfg config, virtual, physical *controlplane.Cluster) *bench {
@@ -85,6 +85,7 @@ func (b *bench) lendNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.procs = benchenv.ClusterProcesses(b.syncer, b.virtual, b.physical)
 	_, err = benchenv.WaitUntil(ctx, time.Now(), 2*time.Minute, "virtual nodes Ready", func(ctx context.Context) (bool, string, error) {
 		ready, err := benchenv.CountReady(ctx, b.virtualKube, kubeoceanv1alpha1.LabelClusterID+"="+clusterID)
 		return ready == b.cfg.nodes, fmt.Sprintf("%d/%d", ready, b.cfg.nodes), err
@@ -107,13 +108,15 @@ func sharedObjects(ctx context.Context, kube kubernetes.Interface, namespace str
 }
 
 // benchPod is a pod using the shared ConfigMap and Secret, bound to node.
-func benchPod(namespace, name, node string) *corev1.Pod {
-	return &corev1.Pod{
+// With tokens the virtual cluster's ServiceAccount admission gives it the
+// usual projected service-account token volume, as nearly every real pod
+// has; without, it opts out.
+func benchPod(namespace, name, node string, tokens bool) *corev1.Pod {
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app": "bench"}},
 		Spec: corev1.PodSpec{
-			NodeName:                     node,
-			AutomountServiceAccountToken: ptr.To(false),
-			Tolerations:                  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			NodeName:    node,
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
 				EnvFrom: []corev1.EnvFromSource{
 					{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}},
@@ -121,112 +124,168 @@ func benchPod(namespace, name, node string) *corev1.Pod {
 				}}},
 		},
 	}
+	if !tokens {
+		pod.Spec.AutomountServiceAccountToken = ptr.To(false)
+	}
+	return pod
 }
 
-// floor creates the pods straight into the physical cluster and times
-// until they exist and until kwok has them Running.
-func (b *bench) floor(ctx context.Context) (exist, running time.Duration, err error) {
+// floorPod is benchPod as a plain client would run it in the physical
+// cluster with a token of the virtual cluster: the token, CA and namespace
+// mounted from a Secret of its own, as the syncer's physical pods do.
+func floorPod(name, node string, tokens bool) *corev1.Pod {
+	pod := benchPod(floorNS, name, node, false)
+	if !tokens {
+		return pod
+	}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: name + "-token"}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "kube-api-access", ReadOnly: true,
+		MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}
+	return pod
+}
+
+// floor does, with a plain client and the syncer's client settings, the
+// requests of the syncer's ideal path for each pod: with tokens a
+// TokenRequest in the virtual cluster and the token Secret in the physical
+// one, then the physical pod. It times until the pods exist and until kwok
+// has them Running.
+func (b *bench) floor(ctx context.Context) (exist, running time.Duration, w window, err error) {
 	if err := sharedObjects(ctx, b.physKube, floorNS); err != nil {
-		return 0, 0, err
+		return 0, 0, w, err
+	}
+	var caCert string
+	if b.cfg.tokens {
+		rootCA, err := b.virtualKube.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err != nil {
+			return 0, 0, w, fmt.Errorf("reading the virtual cluster's CA: %w", err)
+		}
+		caCert = rootCA.Data["ca.crt"]
 	}
 	runningPods, err := benchenv.CountPods(ctx, b.physKube, floorNS, "", isRunning)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, w, err
 	}
 	defer runningPods.Stop()
-	benchenv.Logf("floor: a plain client creates %d pods in the physical cluster", b.cfg.pods)
+	benchenv.Logf("floor: a plain client creates %d pods in the physical cluster (tokens: %v)", b.cfg.pods, b.cfg.tokens)
+	before, err := b.snapshot(ctx)
+	if err != nil {
+		return 0, 0, w, err
+	}
 	start := time.Now()
 	err = benchenv.ForEach(b.cfg.pods, func(i int) error {
-		_, err := b.physKube.CoreV1().Pods(floorNS).Create(ctx, benchPod(floorNS, fmt.Sprintf("pod-%04d", i), nodeName(i%b.cfg.nodes)), metav1.CreateOptions{})
+		name := fmt.Sprintf("pod-%04d", i)
+		if b.cfg.tokens {
+			if err := b.floorToken(ctx, name, caCert); err != nil {
+				return err
+			}
+		}
+		_, err := b.physKube.CoreV1().Pods(floorNS).Create(ctx, floorPod(name, nodeName(i%b.cfg.nodes), b.cfg.tokens), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, w, err
 	}
 	exist = time.Since(start)
 	running, err = runningPods.WaitFor(ctx, start, 10*time.Minute, b.cfg.pods, "floor pods Running")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, w, err
 	}
-	benchenv.Logf("floor: removing its pods")
-	err = b.physKube.CoreV1().Pods(floorNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
-	return exist, running, err
+	if w, err = b.since(ctx, before); err != nil {
+		return 0, 0, w, err
+	}
+	// The floor's pods stay: deleting thousands of pods costs the loaded
+	// machine minutes, and Running pods no one changes cost the physical
+	// cluster nothing the syncer's phase would measure.
+	return exist, running, w, nil
+}
+
+// floorToken requests a token of the virtual cluster and stores it in the
+// pod's token Secret in the physical cluster.
+func (b *bench) floorToken(ctx context.Context, pod, caCert string) error {
+	issued, err := b.virtualKube.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3607)}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	_, err = b.physKube.CoreV1().Secrets(floorNS).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: pod + "-token"},
+		Data:       map[string][]byte{"token": []byte(issued.Status.Token), "ca.crt": []byte(caCert), "namespace": []byte("default")},
+	}, metav1.CreateOptions{})
+	return err
 }
 
 func isRunning(pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRunning }
 
-// throughput creates the virtual pods bound to the virtual nodes and times
-// until the physical pods exist and until the virtual pods are Running;
-// it also returns the syncer's writes over the phase.
-func (b *bench) throughput(ctx context.Context) (exist, running time.Duration, writes map[string]float64, err error) {
-	if err := sharedObjects(ctx, b.virtualKube, virtualNS); err != nil {
-		return 0, 0, nil, err
-	}
-	// Pods are admitted only once the controller-manager made the
-	// namespace's default ServiceAccount.
-	if _, err := benchenv.WaitUntil(ctx, time.Now(), time.Minute, "the default ServiceAccount", func(ctx context.Context) (bool, string, error) {
-		_, err := b.virtualKube.CoreV1().ServiceAccounts(virtualNS).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, "", nil
-	}); err != nil {
-		return 0, 0, nil, err
-	}
-	before, err := b.scrape()
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	managed := kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean
-	physicalPods, err := benchenv.CountPods(ctx, b.physKube, mount, managed, func(*corev1.Pod) bool { return true })
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	defer physicalPods.Stop()
-	runningPods, err := benchenv.CountPods(ctx, b.virtualKube, virtualNS, "", isRunning)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	defer runningPods.Stop()
-	benchenv.Logf("syncer: creating %d virtual pods bound to virtual nodes", b.cfg.pods)
-	if path := os.Getenv("KUBEOCEAN_BENCH_CPU_PROFILE"); path != "" {
-		go b.profile(path, 10*time.Second)
-	}
-	start := time.Now()
-	err = benchenv.ForEach(b.cfg.pods, func(i int) error {
-		node := naming.VirtualNodeName(clusterID, nodeName(i%b.cfg.nodes))
-		_, err := b.virtualKube.CoreV1().Pods(virtualNS).Create(ctx, benchPod(virtualNS, fmt.Sprintf("pod-%04d", i), node), metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	if exist, err = physicalPods.WaitFor(ctx, start, 10*time.Minute, b.cfg.pods, "physical pods exist"); err != nil {
-		return 0, 0, nil, err
-	}
-	if running, err = runningPods.WaitFor(ctx, start, 10*time.Minute, b.cfg.pods, "virtual pods Running"); err != nil {
-		return 0, 0, nil, err
-	}
-	after, err := b.scrape()
-	return exist, running, benchenv.DiffRequests(before, after), err
+// burst is the throughput phase's figures.
+type burst struct {
+	exist, running            time.Duration
+	createLatency, runLatency latency
+	window                    window
+	// rssBefore and rssAfter are the syncer's RSS (MiB) before the burst
+	// and once all its pods run.
+	rssBefore, rssAfter float64
 }
 
-// scrape reads the syncer's kubeocean_client_requests_total by
-// "cluster verb resource".
-func (b *bench) scrape() (map[string]float64, error) { return benchenv.ScrapeRequests(b.metricsAddr) }
-
-// profile saves a CPU profile of the syncer taken over d.
-func (b *bench) profile(path string, d time.Duration) {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.metricsAddr, int(d.Seconds())))
-	if err != nil {
-		benchenv.Logf("profile: %v", err)
-		return
+// throughput creates the virtual pods bound to the virtual nodes and times
+// until the physical pods exist and until the virtual pods are Running,
+// with each pod's latencies and what every process did meanwhile.
+func (b *bench) throughput(ctx context.Context) (r burst, err error) {
+	if err := sharedObjects(ctx, b.virtualKube, virtualNS); err != nil {
+		return r, err
 	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		benchenv.Logf("profile: %v", err)
-		return
+	// Pods are admitted only once the controller-manager made the
+	// namespace's default ServiceAccount (and published the CA there).
+	if _, err := benchenv.WaitUntil(ctx, time.Now(), time.Minute, "the default ServiceAccount and kube-root-ca.crt", func(ctx context.Context) (bool, string, error) {
+		_, err := b.virtualKube.CoreV1().ServiceAccounts(virtualNS).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			_, err = b.virtualKube.CoreV1().ConfigMaps(virtualNS).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		}
+		return err == nil, "", nil
+	}); err != nil {
+		return r, err
 	}
-	defer f.Close()
-	_, _ = io.Copy(f, resp.Body)
+	tl, err := follow(ctx, b.virtualKube, b.physKube, "bench")
+	if err != nil {
+		return r, err
+	}
+	defer tl.stop()
+	if r.rssBefore, err = b.syncer.RSS(); err != nil {
+		return r, err
+	}
+	benchenv.Logf("syncer: creating %d virtual pods bound to virtual nodes (tokens: %v)", b.cfg.pods, b.cfg.tokens)
+	before, err := b.snapshot(ctx)
+	if err != nil {
+		return r, err
+	}
+	waitProfiles := b.profiles(ctx, b.cfg.profileDir, b.cfg.profileTime)
+	start := time.Now()
+	err = benchenv.ForEach(b.cfg.pods, func(i int) error {
+		name := fmt.Sprintf("pod-%04d", i)
+		node := naming.VirtualNodeName(clusterID, nodeName(i%b.cfg.nodes))
+		if _, err := b.virtualKube.CoreV1().Pods(virtualNS).Create(ctx, benchPod(virtualNS, name, node, b.cfg.tokens), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		tl.mark(tl.created, name)
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	if r.exist, err = tl.waitFor(ctx, start, 10*time.Minute, tl.physicalSeen, b.cfg.pods, "physical pods exist"); err != nil {
+		return r, err
+	}
+	if r.running, err = tl.waitFor(ctx, start, 10*time.Minute, tl.virtualRun, b.cfg.pods, "virtual pods Running"); err != nil {
+		return r, err
+	}
+	if r.window, err = b.since(ctx, before); err != nil {
+		return r, err
+	}
+	r.createLatency = tl.latencies(tl.created, tl.physicalSeen)
+	r.runLatency = tl.latencies(tl.physicalRun, tl.virtualRun)
+	waitProfiles()
+	r.rssAfter, err = b.syncer.RSS()
+	return r, err
 }
 
 func freeAddr() (string, error) {

@@ -1,16 +1,28 @@
 // Command topdown measures the top-down syncer on real clusters and prints
 // its figures beside a floor measured in the same run (design.md §5):
 //
-//   - N pods sharing a ConfigMap and a Secret, bound to virtual nodes →
-//     pods/s until all physical pods exist and until all virtual pods are
-//     Running, beside a plain client creating the same pods straight into
-//     the physical cluster with the same QPS settings;
-//   - p50/p99 latency at a steady arrival rate, from virtual create (the
-//     pod is created bound) to physical create, and from physical Running
-//     to virtual Running;
-//   - API writes per pod by cluster, verb and resource, from the syncer's
-//     own kubeocean_client_requests_total;
-//   - writes during an idle period.
+//   - N pods sharing a ConfigMap and a Secret and, like nearly every real
+//     pod, mounting a service-account token (--tokens=false: opted out),
+//     bound to virtual nodes → pods/s until all physical pods exist and
+//     until all virtual pods are Running, beside a plain client doing the
+//     requests of the syncer's ideal path with the same QPS settings: per
+//     pod a TokenRequest in the virtual cluster, the token Secret and the
+//     pod in the physical cluster;
+//   - p50/p99 latency of each pod of that burst and at a steady arrival
+//     rate, from virtual create (the create call returned) to physical
+//     create, and from physical Running to virtual Running; a pod whose
+//     timestamp a watch missed is counted, never given a made-up value;
+//   - API requests per pod by verb, resource and code from both
+//     apiservers' own apiserver_request_total (every client's, the
+//     benchmark's own pod creates included), beside the floor's, with the
+//     syncer's own kubeocean_client_requests_total;
+//   - CPU seconds of every process (apiservers, etcds, kwok,
+//     controller-manager, the syncer and this benchmark) in each measured
+//     window, and the syncer's RSS growth;
+//   - requests during an idle period.
+//
+// --profiles=DIR saves CPU profiles of the syncer and of both apiservers
+// taken over the first seconds of the burst.
 //
 // The syncer runs as the real kubeocean-syncer binary. Run it with
 // `make bench-topdown`.
@@ -38,6 +50,9 @@ type config struct {
 	burst                   int
 	idle                    time.Duration
 	syncerBinary            string
+	tokens                  bool
+	profileDir              string
+	profileTime             time.Duration
 }
 
 func main() {
@@ -51,6 +66,9 @@ func main() {
 	flag.IntVar(&cfg.burst, "burst", 600, "physical client burst of the syncer and of the floor client")
 	flag.DurationVar(&cfg.idle, "idle", 5*time.Minute, "idle period whose writes are counted")
 	flag.StringVar(&cfg.syncerBinary, "syncer", "bin/kubeocean-syncer", "path of the kubeocean-syncer binary")
+	flag.BoolVar(&cfg.tokens, "tokens", true, "pods mount a service-account token (false: automountServiceAccountToken: false)")
+	flag.StringVar(&cfg.profileDir, "profiles", "", "save CPU profiles of the syncer and both apiservers over the burst in this folder")
+	flag.DurationVar(&cfg.profileTime, "profile-time", 15*time.Second, "how long the profiles of --profiles run")
 	flag.Parse()
 	cfg.qps = float32(*qps)
 	klog.SetOutput(os.Stderr)
@@ -70,16 +88,16 @@ func run(ctx context.Context, cfg config) error {
 	}
 	defer b.syncer.Stop()
 	var r results
-	if r.floorExist, r.floorRunning, err = b.floor(ctx); err != nil {
+	if r.floorExist, r.floorRunning, r.floor, err = b.floor(ctx); err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
-	if r.exist, r.running, r.writes, err = b.throughput(ctx); err != nil {
+	if r.burst, err = b.throughput(ctx); err != nil {
 		return fmt.Errorf("throughput: %w", err)
 	}
 	if r.createLatency, r.statusLatency, err = b.steady(ctx); err != nil {
 		return fmt.Errorf("latency: %w", err)
 	}
-	if r.idleWrites, err = b.idle(ctx); err != nil {
+	if r.idle, err = b.idle(ctx); err != nil {
 		return fmt.Errorf("idle: %w", err)
 	}
 	r.print(cfg)

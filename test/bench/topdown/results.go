@@ -2,66 +2,96 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 )
 
 type results struct {
-	floorExist, floorRunning, exist, running time.Duration
-	writes, idleWrites                       map[string]float64
-	createLatency, statusLatency             []time.Duration
-}
-
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p * float64(len(sorted)-1))
-	return sorted[i]
-}
-
-func isWrite(key string) bool {
-	verb := strings.Fields(key)[1]
-	return verb == "create" || verb == "update" || verb == "patch" || verb == "delete"
+	floorExist, floorRunning     time.Duration
+	floor                        window
+	burst                        burst
+	createLatency, statusLatency latency
+	idle                         window
 }
 
 func (r results) print(cfg config) {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	n := float64(cfg.pods)
-	fmt.Fprintf(w, "\nTop-down syncer: %d pods sharing a ConfigMap and a Secret on %d virtual nodes, physical client QPS %v / burst %d\n\n",
-		cfg.pods, cfg.nodes, cfg.qps, cfg.burst)
+	b := r.burst
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	workload := "a service-account token, a ConfigMap and a Secret"
+	if !cfg.tokens {
+		workload = "a ConfigMap and a Secret, no token"
+	}
+	fmt.Fprintf(w, "\nTop-down syncer: %d pods with %s on %d virtual nodes, physical client QPS %v / burst %d\n\n",
+		cfg.pods, workload, cfg.nodes, cfg.qps, cfg.burst)
 	fmt.Fprintln(w, "figure\tsyncer\tfloor\tratio\ttarget")
-	fmt.Fprintf(w, "pods/s until all physical pods exist\t%.0f\t%.0f\t%.2f\t≥ 0.5\n",
-		n/r.exist.Seconds(), n/r.floorExist.Seconds(), r.floorExist.Seconds()/r.exist.Seconds())
-	fmt.Fprintf(w, "pods/s until all virtual pods Running\t%.0f\t%.0f\t%.2f\t≥ 0.5\n",
-		n/r.running.Seconds(), n/r.floorRunning.Seconds(), r.floorRunning.Seconds()/r.running.Seconds())
-	fmt.Fprintf(w, "virtual create → physical create at %.0f/s, p50 / p99\t%v / %v\t\t\tp99 < 1s\n", cfg.rate,
-		percentile(r.createLatency, 0.5).Round(time.Millisecond), percentile(r.createLatency, 0.99).Round(time.Millisecond))
-	fmt.Fprintf(w, "physical Running → virtual Running, p50 / p99\t%v / %v\t\t\t\n",
-		percentile(r.statusLatency, 0.5).Round(time.Millisecond), percentile(r.statusLatency, 0.99).Round(time.Millisecond))
+	fmt.Fprintf(w, "pods/s until all physical pods exist\t%.1f\t%.1f\t%.2f\t≥ 0.5\n",
+		n/b.exist.Seconds(), n/r.floorExist.Seconds(), r.floorExist.Seconds()/b.exist.Seconds())
+	fmt.Fprintf(w, "pods/s until all virtual pods Running (floor: physical)\t%.1f\t%.1f\t%.2f\t≥ 0.6\n",
+		n/b.running.Seconds(), n/r.floorRunning.Seconds(), r.floorRunning.Seconds()/b.running.Seconds())
+	fmt.Fprintf(w, "burst: virtual create → physical exists, p50 / p99\t%v\t\t\tp99 < 5s\n", b.createLatency)
+	fmt.Fprintf(w, "burst: physical Running → virtual Running, p50 / p99\t%v\t\t\tp99 < 2s\n", b.runLatency)
+	fmt.Fprintf(w, "steady %.0f/s: virtual create → physical exists, p50 / p99\t%v\t\t\tp99 < 1s\n", cfg.rate, r.createLatency)
+	fmt.Fprintf(w, "steady %.0f/s: physical Running → virtual Running, p50 / p99\t%v\t\t\t\n", cfg.rate, r.statusLatency)
+	fmt.Fprintf(w, "syncer CPU per synced pod (ms)\t%.2f\t\t\t≤ 2\n", b.window.cpu["syncer"]*1000/n)
+	fmt.Fprintf(w, "live GETs of configmaps per pod on the virtual apiserver\t%.2f\t%.2f\t\t0\n",
+		get(b.window.virtual, "configmaps")/n, get(r.floor.virtual, "configmaps")/n)
+	fmt.Fprintf(w, "HTTP 409 on secret creates (physical apiserver)\t%.0f\t%.0f\t\t0\n",
+		conflicts(b.window.physical, "POST", "secrets"), conflicts(r.floor.physical, "POST", "secrets"))
+	fmt.Fprintf(w, "HTTP 409s, virtual / physical apiserver\t%.0f / %.0f\t%.0f / %.0f\t\t0\n",
+		b.window.virtual.Total(benchenv.IsConflict), b.window.physical.Total(benchenv.IsConflict),
+		r.floor.virtual.Total(benchenv.IsConflict), r.floor.physical.Total(benchenv.IsConflict))
+	fmt.Fprintf(w, "requests per pod, virtual apiserver (no watches)\t%.2f\t%.2f\t\t\n", work(b.window.virtual)/n, work(r.floor.virtual)/n)
+	fmt.Fprintf(w, "requests per pod, physical apiserver (no watches)\t%.2f\t%.2f\t\t\n", work(b.window.physical)/n, work(r.floor.physical)/n)
+	fmt.Fprintf(w, "syncer RSS before → after the burst (MiB)\t%.1f → %.1f\t\t\t\n", b.rssBefore, b.rssAfter)
+	fmt.Fprintf(w, "syncer RSS growth per 1,000 synced pods (MiB)\t%.1f\t\t\t≤ 15\n", (b.rssAfter-b.rssBefore)*1000/n)
 	w.Flush()
 
-	fmt.Printf("\nSyncer writes per pod in the throughput phase (from kubeocean_client_requests_total):\n")
-	printWrites(r.writes, n)
-	fmt.Printf("\nSyncer writes during %v idle:\n", cfg.idle)
-	printWrites(r.idleWrites, 1)
+	phases := []string{"syncer burst", "floor"}
+	fmt.Printf("\nThe apiservers count every client: in the burst the benchmark's own %d pod creates (POST pods on the virtual\n"+
+		"apiserver) and kwok's status updates are in; in the floor the benchmark is the plain client.\n", cfg.pods)
+	benchenv.PrintAPIRequests("Virtual apiserver, requests per pod (apiserver_request_total):", phases,
+		[]benchenv.APIRequests{b.window.virtual, r.floor.virtual}, []float64{n, n})
+	benchenv.PrintAPIRequests("Physical apiserver, requests per pod (apiserver_request_total):", phases,
+		[]benchenv.APIRequests{b.window.physical, r.floor.physical}, []float64{n, n})
+	fmt.Printf("\nSyncer's own client counter in the burst, per pod (kubeocean_client_requests_total):\n")
+	printCounter(b.window.syncer, n)
+
+	benchenv.PrintCPU(fmt.Sprintf("CPU of every process (burst %.1f s, floor %.1f s of wall time):", b.window.elapsed.Seconds(), r.floor.elapsed.Seconds()),
+		phases, []map[string]float64{b.window.cpu, r.floor.cpu}, []float64{n, n}, "pod")
+
+	fmt.Printf("\nDuring %v idle:\n", cfg.idle)
+	benchenv.PrintAPIRequests("Requests in the whole idle period:", []string{"virtual", "physical"},
+		[]benchenv.APIRequests{r.idle.virtual, r.idle.physical}, []float64{1, 1})
+	fmt.Printf("\nSyncer's own client counter in the whole idle period:\n")
+	printCounter(r.idle.syncer, 1)
+	benchenv.PrintCPU("CPU in the idle period:", []string{"idle"}, []map[string]float64{r.idle.cpu}, []float64{r.idle.elapsed.Minutes()}, "min")
 }
 
-func printWrites(writes map[string]float64, per float64) {
-	var keys []string
-	for k := range writes {
-		if isWrite(k) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	if len(keys) == 0 {
+// get counts the reads of one object of resource (GET, any code).
+func get(r benchenv.APIRequests, resource string) float64 {
+	return r.Total(func(k benchenv.APIRequest) bool { return k.Verb == "GET" && k.Resource == resource })
+}
+
+func conflicts(r benchenv.APIRequests, verb, resource string) float64 {
+	return r.Total(func(k benchenv.APIRequest) bool { return k.Verb == verb && k.Resource == resource && k.Code == "409" })
+}
+
+// work counts the requests but watches and probes.
+func work(r benchenv.APIRequests) float64 {
+	return r.Total(func(k benchenv.APIRequest) bool { return !benchenv.IsWatch(k) && k.Resource != "(none)" })
+}
+
+func printCounter(requests map[string]float64, per float64) {
+	if len(requests) == 0 {
 		fmt.Println("  none")
 	}
-	for _, k := range keys {
-		fmt.Printf("  %-60s %8.2f\n", k, writes[k]/per)
+	for _, k := range slices.Sorted(maps.Keys(requests)) {
+		fmt.Printf("  %-60s %8.3f\n", k, requests[k]/per)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"golang.org/x/sync/singleflight"
+
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
@@ -69,6 +71,9 @@ type Syncer struct {
 	csiSecrets *kind[*corev1.Secret]
 	pvcs       *kind[*corev1.PersistentVolumeClaim]
 	pvs        *kind[*corev1.PersistentVolume]
+
+	// inflight joins concurrent ensures of one object (see ensure).
+	inflight singleflight.Group
 }
 
 // New builds a Syncer.
@@ -195,8 +200,20 @@ func (s *Syncer) EnsureCSISecret(ctx context.Context, namespace, name string) er
 	return ensure(ctx, s, s.csiSecrets, namespace, name, location{namespace: namespace, name: name}, true)
 }
 
-// ensure marks the virtual object and then makes its copy at at.
+// ensure marks the virtual object and then makes its copy at at. Calls for
+// the same object while one is under way share its answer: a burst of new
+// pods using one ConfigMap would otherwise race to create its copy before
+// the cache shows it, each meeting AlreadyExists (an HTTP 409) and a live
+// read.
 func ensure[T object](ctx context.Context, s *Syncer, k *kind[T], namespace, name string, at location, usedByPV bool) error {
+	key := fmt.Sprintf("%s %s/%s %s/%s %v", k.name, namespace, name, at.namespace, at.name, usedByPV)
+	_, err, _ := s.inflight.Do(key, func() (any, error) {
+		return nil, ensureOnce(ctx, s, k, namespace, name, at, usedByPV)
+	})
+	return err
+}
+
+func ensureOnce[T object](ctx context.Context, s *Syncer, k *kind[T], namespace, name string, at location, usedByPV bool) error {
 	obj, err := virtualObject(ctx, k, namespace, name)
 	if err != nil {
 		return err

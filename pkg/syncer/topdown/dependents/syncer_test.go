@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -345,4 +347,41 @@ func TestDeleteOrphanConfigMap(t *testing.T) {
 		}
 		e.ExpectWrites()
 	})
+}
+
+// Pods created together that use one ConfigMap ensure its copy at once,
+// before the cache shows it: they share one pass, so the copy is created
+// once, not raced for (each loser meeting AlreadyExists and a live read).
+func TestConcurrentEnsuresShareOnePass(t *testing.T) {
+	e := dependentstest.New(t, []runtime.Object{dependentstest.ConfigMap("conf", map[string]string{"k": "v"})}, nil)
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	e.Physical.PrependReactor("create", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		return false, nil, nil
+	})
+	const callers = 8
+	errs := make(chan error, callers)
+	go func() {
+		_, err := e.Syncer.EnsureConfigMap(e.Context(), ns, "conf")
+		errs <- err
+	}()
+	<-entered // the first pass is creating the copy
+	for range callers - 1 {
+		go func() {
+			_, err := e.Syncer.EnsureConfigMap(e.Context(), ns, "conf")
+			errs <- err
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // the others join it
+	close(release)
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.ExpectWrites("virtual update configmaps app/conf", "physical create configmaps mount/"+naming.PhysicalName(ns, "conf"))
 }

@@ -87,6 +87,12 @@ type Options struct {
 	// from the latter.
 	PhysicalPods    corev1informers.PodInformer
 	PhysicalSecrets corev1informers.SecretInformer
+	// VirtualRootCAs: the virtual cluster's kube-root-ca.crt ConfigMaps,
+	// one per namespace (a field selector on that name will do). The CA
+	// a token Secret holds is read from them. Optional: without them, or
+	// for a namespace they do not show yet, it is read live, once per
+	// token Secret written.
+	VirtualRootCAs corev1informers.ConfigMapInformer
 
 	// Dependents copies ConfigMaps, Secrets and PVCs to the physical
 	// cluster; *dependents.Syncer.
@@ -139,10 +145,12 @@ type Controller struct {
 	virtualNodes    corev1listers.NodeLister
 	physicalPods    corev1listers.PodLister
 	physicalSecrets corev1listers.SecretLister
+	virtualRootCAs  corev1listers.ConfigMapLister
 	dependents      Dependents
 	recorder        record.EventRecorder
 	clock           clock.WithTicker
 	created         createdPods
+	createdTokens   createdTokenSecrets
 	waiters         *waiters
 
 	// mountNamespaces reads the mount namespace's labels; nil when not
@@ -197,6 +205,10 @@ func New(opts Options) (*Controller, error) {
 	synced := []cache.InformerSynced{
 		opts.VirtualPods.Informer().HasSynced, opts.VirtualNodes.Informer().HasSynced,
 		opts.PhysicalPods.Informer().HasSynced, opts.PhysicalSecrets.Informer().HasSynced,
+	}
+	if opts.VirtualRootCAs != nil {
+		c.virtualRootCAs = opts.VirtualRootCAs.Lister()
+		synced = append(synced, opts.VirtualRootCAs.Informer().HasSynced)
 	}
 	if opts.MountNamespaces != nil {
 		c.mountNamespaces = opts.MountNamespaces.Lister()
@@ -293,7 +305,7 @@ func (c *Controller) registerHandlers(opts Options) error {
 			Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Pod], Filter: c.isManagedPod, Changed: physicalPodChanged,
 		}},
 		{"physical token secret", opts.PhysicalSecrets.Informer(), controller.Handler[*corev1.Secret, cache.ObjectName]{
-			Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Secret], Filter: c.isTokenSecret,
+			Enqueue: c.Enqueue, Keys: c.tokenSecretKeys, Filter: c.isTokenSecret,
 		}},
 	}
 	for kind, informer := range opts.DependencyEvents {
@@ -368,6 +380,15 @@ func (c *Controller) isManagedPod(pod *corev1.Pod) bool {
 
 func (c *Controller) isTokenSecret(secret *corev1.Secret) bool {
 	return secret.Namespace == c.mountNamespace && secret.Labels[LabelPodToken] == "true" && c.owner.Owns(secret)
+}
+
+// tokenSecretKeys maps a token Secret's event to its virtual pod. From its
+// first event on the cache speaks for the Secret, so the controller stops
+// standing in for it with the one it created (see createdTokenSecrets),
+// also when that event is a deletion.
+func (c *Controller) tokenSecretKeys(secret *corev1.Secret) []cache.ObjectName {
+	c.createdTokens.observed(secret.Name)
+	return virtualKeys(secret)
 }
 
 // virtualKeys maps a physical object Kubeocean made for a virtual pod back

@@ -155,6 +155,9 @@ type seed struct {
 	// Security labels the controller reads.
 	mountNamespace    *corev1.Namespace
 	syncDaemonSetPods bool
+	// rootCANotCached leaves the virtual kube-root-ca.crt out of the
+	// cache; it is always in the virtual cluster.
+	rootCANotCached bool
 }
 
 func newFixture(t *testing.T, s seed) *fixture {
@@ -164,10 +167,11 @@ func newFixture(t *testing.T, s seed) *fixture {
 		virtualObjs = append(virtualObjs, p.DeepCopy())
 	}
 	virtualObjs = append(virtualObjs, s.liveVirtual...)
-	virtualObjs = append(virtualObjs, &corev1.ConfigMap{
+	rootCA := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: virtualNS, Name: rootCAConfigMap},
 		Data:       map[string]string{keyCACert: "virtual-ca"},
-	})
+	}
+	virtualObjs = append(virtualObjs, rootCA)
 	for _, p := range s.physicalPods {
 		physicalObjs = append(physicalObjs, p.DeepCopy())
 	}
@@ -195,7 +199,7 @@ func newFixture(t *testing.T, s seed) *fixture {
 		ClusterID: testClusterID, BindingUID: testBinding, MountNamespace: mountNS, VirtualAPIServer: s.apiServer,
 		VirtualClient: f.virtualKube.CoreV1(), PhysicalClient: f.physicalKube.CoreV1(),
 		VirtualPods: virtual.Pods(), VirtualNodes: virtual.Nodes(),
-		PhysicalPods: physical.Pods(), PhysicalSecrets: physical.Secrets(),
+		PhysicalPods: physical.Pods(), PhysicalSecrets: physical.Secrets(), VirtualRootCAs: virtual.ConfigMaps(),
 		Dependents: f.dependents, Recorder: f.recorder, Clock: f.clock,
 		MountNamespaces: physical.Namespaces(), ResourceQuotas: physical.ResourceQuotas(),
 		SyncDaemonSetPods: s.syncDaemonSetPods,
@@ -207,7 +211,10 @@ func newFixture(t *testing.T, s seed) *fixture {
 	f.indexers = map[string]cache.Indexer{
 		"virtualPods": virtual.Pods().Informer().GetIndexer(), "nodes": virtual.Nodes().Informer().GetIndexer(),
 		"physicalPods": physical.Pods().Informer().GetIndexer(), "secrets": physical.Secrets().Informer().GetIndexer(),
-		"namespaces": physical.Namespaces().Informer().GetIndexer(),
+		"namespaces": physical.Namespaces().Informer().GetIndexer(), "rootCAs": virtual.ConfigMaps().Informer().GetIndexer(),
+	}
+	if !s.rootCANotCached {
+		f.cache("rootCAs", rootCA)
 	}
 	if s.mountNamespace != nil {
 		f.cache("namespaces", s.mountNamespace)

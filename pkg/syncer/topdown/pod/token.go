@@ -37,7 +37,16 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 	}
 	name := TokenSecretName(physicalName)
 	existing, err := c.physicalSecrets.Secrets(c.mountNamespace).Get(name)
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case err == nil:
+		c.createdTokens.observed(name)
+	case apierrors.IsNotFound(err):
+		// Created by us a moment ago, its event not in yet: a create now
+		// would only meet AlreadyExists and a live read.
+		if created := c.createdTokens.get(name, c.clock.Now()); created != nil {
+			existing, err = created, nil
+		}
+	default:
 		return 0, err
 	}
 	found := err == nil
@@ -76,7 +85,10 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 
 	logger := klog.FromContext(ctx).WithValues("secret", klog.KObj(desired))
 	if !found {
-		_, err := c.physicalClient.Secrets(c.mountNamespace).Create(ctx, desired, metav1.CreateOptions{})
+		created, err := c.physicalClient.Secrets(c.mountNamespace).Create(ctx, desired, metav1.CreateOptions{})
+		if err == nil {
+			c.createdTokens.expect(created, now)
+		}
 		if apierrors.IsAlreadyExists(err) {
 			// Our cache is behind, or an older version made it without
 			// the binding's identity, which the cache does not select.
@@ -93,8 +105,13 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 	if found {
 		updated := existing.DeepCopy()
 		updated.Labels, updated.Annotations, updated.Type, updated.Data = desired.Labels, desired.Annotations, desired.Type, desired.Data
-		if _, err := c.physicalClient.Secrets(c.mountNamespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		renewed, err := c.physicalClient.Secrets(c.mountNamespace).Update(ctx, updated, metav1.UpdateOptions{})
+		if err != nil {
+			c.createdTokens.observed(name)
 			return 0, fmt.Errorf("renewing token Secret %s/%s: %w", c.mountNamespace, name, err)
+		}
+		if _, expected := c.createdTokens.pending(name); expected {
+			c.createdTokens.expect(renewed, now)
 		}
 		logger.V(2).Info("Renewed token Secret")
 	}
@@ -169,16 +186,31 @@ func (c *Controller) issueIdentity(ctx context.Context, virtual *corev1.Pod, pla
 		}
 	}
 	if plan.caCert {
-		rootCA, err := c.virtualClient.ConfigMaps(virtual.Namespace).Get(ctx, rootCAConfigMap, metav1.GetOptions{})
+		caCert, err := c.rootCA(ctx, virtual.Namespace)
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("reading the virtual cluster's CA: %w", err)
+			return nil, time.Time{}, err
 		}
-		data[keyCACert] = []byte(rootCA.Data[keyCACert])
+		data[keyCACert] = []byte(caCert)
 	}
 	for _, field := range plan.fields {
 		data[field] = []byte(identityValue(virtual, field))
 	}
 	return data, refreshAt, nil
+}
+
+// rootCA is the virtual cluster's CA as published in namespace, from the
+// cache when it has it.
+func (c *Controller) rootCA(ctx context.Context, namespace string) (string, error) {
+	if c.virtualRootCAs != nil {
+		if rootCA, err := c.virtualRootCAs.ConfigMaps(namespace).Get(rootCAConfigMap); err == nil {
+			return rootCA.Data[keyCACert], nil
+		}
+	}
+	rootCA, err := c.virtualClient.ConfigMaps(namespace).Get(ctx, rootCAConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading the virtual cluster's CA: %w", err)
+	}
+	return rootCA.Data[keyCACert], nil
 }
 
 // adoptableTokenSecret reads the token Secret name live after a create
@@ -203,6 +235,9 @@ func (c *Controller) deleteTokenSecret(ctx context.Context, m mapping, virtualUI
 		return nil
 	}
 	name := TokenSecretName(m.name)
+	if m.namespace == c.mountNamespace {
+		c.createdTokens.observed(name)
+	}
 	secret, err := c.physicalSecrets.Secrets(m.namespace).Get(name)
 	if apierrors.IsNotFound(err) && m.namespace != c.mountNamespace {
 		secret, err = c.physicalClient.Secrets(m.namespace).Get(ctx, name, metav1.GetOptions{})

@@ -96,3 +96,81 @@ func TestTokenSecretRecreated(t *testing.T) {
 	f.mustReconcile()
 	assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets")
 }
+
+// The CA a token Secret holds comes from the cache of kube-root-ca.crt:
+// no live read per pod. A namespace the cache does not show yet is read
+// live.
+func TestTokenCAFromCache(t *testing.T) {
+	for _, cached := range []bool{true, false} {
+		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}, rootCANotCached: !cached})
+		f.mustReconcile()
+		assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+		secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(secret.Data[keyCACert]); got != "virtual-ca" {
+			t.Errorf("cached %v: ca.crt = %q, want the virtual cluster's", cached, got)
+		}
+		if reads := len(actions(f.virtualKube, "get", "configmaps")); cached && reads != 0 || !cached && reads != 1 {
+			t.Errorf("cached %v: %d live reads of configmaps", cached, reads)
+		}
+	}
+}
+
+// The physical pod's event often comes before the token Secret's: the pass
+// it brings finds the Secret it created a moment ago not in the cache, and
+// neither creates it again (an AlreadyExists, a live read and a renewal)
+// nor renews it.
+func TestCreatedTokenSecretAwaitedInCache(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	f.mustReconcile()
+	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+
+	pod, err := f.physicalPod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cache("virtualPods", f.virtualPod())
+	f.cache("physicalPods", pod)
+	refreshAt := now.Add(3607 * time.Second * 8 / 10)
+	if result, want := f.mustReconcile(), refreshAt.Truncate(time.Second).Sub(now); result.RequeueAfter != want {
+		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, want)
+	}
+	assertWrites(t, f)
+	if reads := len(actions(f.physicalKube, "get", "secrets")); reads != 0 {
+		t.Errorf("%d live reads of secrets, want none", reads)
+	}
+
+	// Once the cache shows it, it is read from there; when it is due, it
+	// is renewed as any other.
+	f.syncCaches()
+	f.clock.Step(refreshAt.Sub(now) + time.Second)
+	f.mustReconcile()
+	assertWrites(t, f, "virtual create serviceaccounts/token", "physical update secrets")
+}
+
+// A token Secret deleted before the cache showed it is created again once
+// its events come: from then on the cache, not the memory of the create,
+// speaks for it.
+func TestCreatedTokenSecretDeletedBeforeCached(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	f.mustReconcile()
+	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+	secrets := f.physicalKube.CoreV1().Secrets(mountNS)
+	created, err := secrets.Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := secrets.Delete(context.Background(), created.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.takeWrites()
+	// Its add and delete events arrive.
+	if keys := f.controller.tokenSecretKeys(created); len(keys) != 1 || keys[0].Name != virtualName {
+		t.Fatalf("keys = %v, want the virtual pod", keys)
+	}
+	f.syncCaches()
+	f.mustReconcile()
+	assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets")
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
+	"github.com/kubeocean/kubeocean/test/controlplane"
+)
+
+// snapshot is what the counters say at one moment: both apiservers'
+// apiserver_request_total, the syncer's own client counter and the CPU
+// time of every process.
+type snapshot struct {
+	at                time.Time
+	virtual, physical benchenv.APIRequests
+	syncer            map[string]float64
+	cpu               benchenv.CPUSample
+}
+
+// window is what happened between two snapshots.
+type window struct {
+	elapsed           time.Duration
+	virtual, physical benchenv.APIRequests
+	syncer            map[string]float64
+	cpu               map[string]float64
+}
+
+func (b *bench) snapshot(ctx context.Context) (snapshot, error) {
+	s := snapshot{at: time.Now(), cpu: b.procs.SampleCPU()}
+	var err error
+	if s.virtual, err = benchenv.ScrapeAPIServer(ctx, b.virtual); err != nil {
+		return s, err
+	}
+	if s.physical, err = benchenv.ScrapeAPIServer(ctx, b.physical); err != nil {
+		return s, err
+	}
+	s.syncer, err = benchenv.ScrapeRequests(b.metricsAddr)
+	return s, err
+}
+
+// since is the window from before until now.
+func (b *bench) since(ctx context.Context, before snapshot) (window, error) {
+	after, err := b.snapshot(ctx)
+	if err != nil {
+		return window{}, err
+	}
+	return window{
+		elapsed:  after.at.Sub(before.at),
+		virtual:  after.virtual.Sub(before.virtual),
+		physical: after.physical.Sub(before.physical),
+		syncer:   benchenv.DiffRequests(before.syncer, after.syncer),
+		cpu:      benchenv.CPUSeconds(before.cpu, after.cpu),
+	}, nil
+}
+
+// profiles collects CPU profiles of the syncer and of both apiservers over
+// d into dir, in the background; the returned function waits for them.
+// Failures are only reported.
+func (b *bench) profiles(ctx context.Context, dir string, d time.Duration) (wait func()) {
+	if dir == "" {
+		return func() {}
+	}
+	seconds := fmt.Sprint(int(d.Seconds()))
+	done := make(chan struct{}, 3)
+	save := func(name string, body io.ReadCloser, err error) {
+		defer func() { done <- struct{}{} }()
+		if err != nil {
+			benchenv.Logf("profile of %s: %v", name, err)
+			return
+		}
+		defer body.Close()
+		f, err := os.Create(filepath.Join(dir, name+".pprof"))
+		if err != nil {
+			benchenv.Logf("profile of %s: %v", name, err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, body)
+	}
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.metricsAddr+"/debug/pprof/profile?seconds="+seconds, nil)
+		if err != nil {
+			save("syncer", nil, err)
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			save("syncer", nil, err)
+			return
+		}
+		save("syncer", resp.Body, nil)
+	}()
+	for _, c := range []*controlplane.Cluster{b.virtual, b.physical} {
+		go func() {
+			cfg := c.Config()
+			cfg.Timeout = d + 30*time.Second
+			kube, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				save(c.Name+"-apiserver", nil, err)
+				return
+			}
+			body, err := kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).Stream(ctx)
+			save(c.Name+"-apiserver", body, err)
+		}()
+	}
+	return func() {
+		for range 3 {
+			<-done
+		}
+	}
+}
