@@ -80,12 +80,21 @@ func (c *PodCounter) set(name string, matches bool) {
 // WaitFor returns the time from start until at least n pods match, or an
 // error after timeout.
 func (c *PodCounter) WaitFor(ctx context.Context, start time.Time, timeout time.Duration, n int, what string) (time.Duration, error) {
+	return WaitForCount(ctx, start, timeout, n, what, func() (int, <-chan struct{}) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.matched), c.changed
+	})
+}
+
+// WaitForCount returns the time from start until state's count is at least
+// n, or an error after timeout. state reads the count and a channel that is
+// closed at its next change, under the same lock.
+func WaitForCount(ctx context.Context, start time.Time, timeout time.Duration, n int, what string, state func() (int, <-chan struct{})) (time.Duration, error) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		c.mu.Lock()
-		count, changed := len(c.matched), c.changed
-		c.mu.Unlock()
+		count, changed := state()
 		if count >= n {
 			return time.Since(start), nil
 		}
@@ -99,5 +108,4 @@ func (c *PodCounter) WaitFor(ctx context.Context, start time.Time, timeout time.
 	}
 }
 
-// Stop ends the watch.
 func (c *PodCounter) Stop() { c.stop() }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 )
 
 // timeline records, per virtual pod, when it reached each step, from
@@ -95,23 +96,11 @@ func (tl *timeline) mark(m map[string]time.Time, name string) {
 
 // waitFor returns the time from start until step holds n pods.
 func (tl *timeline) waitFor(ctx context.Context, start time.Time, timeout time.Duration, step map[string]time.Time, n int, what string) (time.Duration, error) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
+	return benchenv.WaitForCount(ctx, start, timeout, n, what, func() (int, <-chan struct{}) {
 		tl.mu.Lock()
-		count, changed := len(step), tl.changed
-		tl.mu.Unlock()
-		if count >= n {
-			return time.Since(start), nil
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			return 0, fmt.Errorf("%s: %d/%d after %s", what, count, n, timeout)
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	}
+		defer tl.mu.Unlock()
+		return len(step), tl.changed
+	})
 }
 
 // latencies are the sorted times from step from to step to of the pods
