@@ -87,7 +87,7 @@ func run(ctx context.Context, cfg config) error {
 	if r.logs, err = b.logThroughput(ctx); err != nil {
 		return fmt.Errorf("log throughput: %w", err)
 	}
-	if r.virtualExec, r.directExec, err = b.execRoundTrips(ctx); err != nil {
+	if r.exec, err = b.execRoundTrips(ctx); err != nil {
 		return fmt.Errorf("exec round trips: %w", err)
 	}
 	if r.follows, err = b.concurrentFollows(ctx); err != nil {
