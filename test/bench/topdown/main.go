@@ -19,7 +19,10 @@
 //   - CPU seconds of every process (apiservers, etcds, kwok,
 //     controller-manager, the syncer and this benchmark) in each measured
 //     window, and the syncer's RSS growth;
-//   - requests during an idle period.
+//   - requests during an idle period;
+//   - the deletion of every virtual pod at once: seconds until the pods
+//     are gone in both clusters and nothing of the binding is left (its
+//     copies in the mount namespace, its finalizers on virtual objects).
 //
 // --profiles=DIR saves CPU profiles of the syncer and of both apiservers
 // taken over the first seconds of the burst.
@@ -99,6 +102,9 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if r.idle, err = b.idle(ctx); err != nil {
 		return fmt.Errorf("idle: %w", err)
+	}
+	if r.deletion, err = b.deleteAll(ctx); err != nil {
+		return fmt.Errorf("deletion: %w", err)
 	}
 	r.print(cfg)
 	return nil

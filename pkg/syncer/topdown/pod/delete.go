@@ -43,6 +43,10 @@ func (c *Controller) syncDeletion(ctx context.Context, virtual *corev1.Pod, m ma
 func (c *Controller) deletePhysical(ctx context.Context, virtual *corev1.Pod, m mapping) (bool, error) {
 	logger := klog.FromContext(ctx)
 	physical, err := c.physicalPods.Pods(m.namespace).Get(m.name)
+	// A pod in the cache brings us back with its events; one only found
+	// live (outside the cached namespace, or without the binding's
+	// identity) is asked about live until it is gone.
+	cached := err == nil
 	if apierrors.IsNotFound(err) {
 		physical, err = c.physicalClient.Pods(m.namespace).Get(ctx, m.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -74,8 +78,14 @@ func (c *Controller) deletePhysical(ctx context.Context, virtual *corev1.Pod, m 
 		}
 		logger.V(2).Info("Deleted physical pod", "physicalPod", klog.KObj(physical), "gracePeriodSeconds", virtual.DeletionGracePeriodSeconds)
 	}
-	// A pod that never ran is removed at once; one that runs terminates
-	// gracefully, and its deletion event brings us back.
+	if cached {
+		// A pod that never ran is removed at once, one that runs
+		// terminates gracefully: either way an event of it (its deletion,
+		// or the mark of it) brings us back, and the cache's word that it
+		// is gone is then checked live above. No read is spent now.
+		logger.V(4).Info("Waiting for the physical pod to terminate", "physicalPod", klog.KObj(physical))
+		return false, nil
+	}
 	live, err := c.physicalClient.Pods(physical.Namespace).Get(ctx, physical.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

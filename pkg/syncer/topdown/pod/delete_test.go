@@ -39,7 +39,9 @@ func TestDeletionBeforeCreation(t *testing.T) {
 }
 
 // A running physical pod is deleted with the virtual pod's grace period;
-// the virtual pod is finished only once the physical pod is gone.
+// the virtual pod is finished only once the physical pod is gone. Its
+// events bring the pod back, so only the cache's word that it is gone
+// costs a live read.
 func TestDeletionWaitsForPhysicalPod(t *testing.T) {
 	virtual := withTokenVolume(terminating(mapped(boundPod(), physicalUID), 30))
 	physical := physicalFor(virtual)
@@ -60,6 +62,9 @@ func TestDeletionWaitsForPhysicalPod(t *testing.T) {
 	f.cache("physicalPods", terminatingPhysical)
 	f.mustReconcile()
 	assertWrites(t, f)
+	if reads := actions(f.physicalKube, "get", "pods"); len(reads) != 0 {
+		t.Errorf("%d live reads of the physical pod while the cache shows it, want 0", len(reads))
+	}
 
 	// Gone: the token Secret goes, and the virtual pod is finished.
 	f.uncache("physicalPods", physical)
@@ -69,15 +74,21 @@ func TestDeletionWaitsForPhysicalPod(t *testing.T) {
 	f.mustReconcile()
 	assertWrites(t, f, "physical delete secrets", "virtual delete pods")
 	assertDelete(t, actions(f.virtualKube, "delete", "pods")[0], 0, string(virtualUID))
+	if reads := actions(f.physicalKube, "get", "pods"); len(reads) != 1 {
+		t.Errorf("%d live reads of the physical pod, want 1: the check that the cache's gone is true", len(reads))
+	}
 }
 
 // A physical pod that goes at once (it never ran) lets the virtual pod be
-// finished in the same pass.
+// finished on its deletion event.
 func TestDeletionPhysicalGoneAtOnce(t *testing.T) {
 	virtual := terminating(mapped(boundPod(), physicalUID), 30)
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(virtual)}})
 	f.mustReconcile()
-	assertWrites(t, f, "physical delete pods", "virtual delete pods")
+	assertWrites(t, f, "physical delete pods")
+	f.syncCaches()
+	f.mustReconcile()
+	assertWrites(t, f, "virtual delete pods")
 }
 
 // The physical pod our cache has not seen yet is still found and deleted.
