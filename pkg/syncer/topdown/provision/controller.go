@@ -33,6 +33,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
@@ -92,8 +93,8 @@ const (
 	kindVolume = "PersistentVolume"
 )
 
-// Options are the dependencies of the controller; all but Metrics are
-// required.
+// Options are the dependencies of the controller; all but Metrics and
+// Clock are required.
 type Options struct {
 	ClusterID      string
 	BindingUID     types.UID
@@ -116,6 +117,8 @@ type Options struct {
 
 	Recorder record.EventRecorder
 	Metrics  *controller.Metrics
+	// Clock times the retry of refused resizes; default the real clock.
+	Clock clock.PassiveClock
 }
 
 // Controller provisions, keyed by key.
@@ -132,6 +135,8 @@ type Controller struct {
 	virtualNodes              corev1listers.NodeLister
 	holders                   corev1listers.PersistentVolumeClaimLister
 	recorder                  record.EventRecorder
+	clock                     clock.PassiveClock
+	refused                   *refusals
 }
 
 // New builds the controller and registers its handlers; it starts nothing.
@@ -146,7 +151,11 @@ func New(opts Options) (*Controller, error) {
 		physicalClasses: opts.PhysicalClasses.Lister(), virtualClasses: opts.VirtualClasses.Lister(),
 		virtualVolumes: opts.VirtualVolumes.Lister(), virtualClaims: opts.VirtualClaims.Lister(),
 		virtualNodes: opts.VirtualNodes.Lister(), holders: opts.Holders.Lister(),
-		recorder: opts.Recorder,
+		recorder: opts.Recorder, clock: opts.Clock,
+		refused: &refusals{byUID: map[types.UID]refusal{}},
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
 	}
 	c.Controller = controller.New(controller.Options[key]{
 		Name: Name, Reconcile: c.reconcile, Metrics: opts.Metrics,

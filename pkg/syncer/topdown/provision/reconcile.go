@@ -22,7 +22,7 @@ func (c *Controller) reconcile(ctx context.Context, k key) (controller.Result, e
 	case kindClass:
 		return controller.Result{}, c.syncClass(ctx, k.name)
 	case kindClaim:
-		return controller.Result{}, c.syncClaim(ctx, k.namespace, k.name)
+		return c.syncClaim(ctx, k.namespace, k.name)
 	case kindVolume:
 		return controller.Result{}, c.syncVolume(ctx, k.name)
 	}
@@ -105,13 +105,23 @@ func (c *Controller) virtualClass(physical *storagev1.StorageClass) *storagev1.S
 	}
 }
 
-// syncClaim provisions the virtual claim: a holder claim in the physical
-// cluster on the selected node, then, once it is bound, the virtual PV.
-func (c *Controller) syncClaim(ctx context.Context, namespace, name string) error {
+// syncClaim provisions the virtual claim (see provisionClaim) and, once it
+// is bound, resizes it (see syncResize).
+func (c *Controller) syncClaim(ctx context.Context, namespace, name string) (controller.Result, error) {
 	claim, err := orNil(c.virtualClaims.PersistentVolumeClaims(namespace).Get(name))
-	if err != nil || claim == nil || claim.DeletionTimestamp != nil || claim.Spec.VolumeName != "" || !c.provisionsFor(claim) {
-		return err
+	if err != nil || claim == nil || claim.DeletionTimestamp != nil || !c.provisionsFor(claim) {
+		return controller.Result{}, err
 	}
+	if claim.Spec.VolumeName != "" {
+		return c.syncResize(ctx, claim)
+	}
+	return controller.Result{}, c.provisionClaim(ctx, claim)
+}
+
+// provisionClaim provisions the unbound virtual claim: a holder claim in
+// the physical cluster on the selected node, then, once it is bound, the
+// virtual PV.
+func (c *Controller) provisionClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
 	selected := claim.Annotations[annotationSelectedNode]
 	if selected == "" {
 		return nil // waits for its first consumer

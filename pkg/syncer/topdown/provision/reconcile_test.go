@@ -3,6 +3,7 @@ package provision
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -14,6 +15,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -29,11 +31,14 @@ type fixture struct {
 	c                 *Controller
 	virtual, physical *kubefake.Clientset
 	stores            map[string]cache.Indexer
+	recorder          *record.FakeRecorder
+	clock             *clocktesting.FakePassiveClock
 }
 
 func newFixture(t *testing.T, physicalObjs ...runtime.Object) *fixture {
 	t.Helper()
-	f := &fixture{virtual: kubefake.NewClientset(), physical: kubefake.NewClientset(physicalObjs...)}
+	f := &fixture{virtual: kubefake.NewClientset(), physical: kubefake.NewClientset(physicalObjs...),
+		recorder: record.NewFakeRecorder(10), clock: clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))}
 	v := kubeinformers.NewSharedInformerFactory(f.virtual, 0)
 	p := kubeinformers.NewSharedInformerFactory(f.physical, 0)
 	opts := Options{
@@ -42,7 +47,7 @@ func newFixture(t *testing.T, physicalObjs ...runtime.Object) *fixture {
 		PhysicalClasses: p.Storage().V1().StorageClasses(), VirtualClasses: v.Storage().V1().StorageClasses(),
 		VirtualVolumes: v.Core().V1().PersistentVolumes(), VirtualClaims: v.Core().V1().PersistentVolumeClaims(),
 		VirtualNodes: v.Core().V1().Nodes(), Holders: p.Core().V1().PersistentVolumeClaims(),
-		Recorder: record.NewFakeRecorder(10),
+		Recorder: f.recorder, Clock: f.clock,
 	}
 	c, err := New(opts)
 	if err != nil {
@@ -74,8 +79,11 @@ func actions(client *kubefake.Clientset) []string {
 			continue
 		}
 		what := a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			what += "/" + a.GetSubresource()
+		}
 		switch a := a.(type) {
-		case clienttesting.CreateAction:
+		case clienttesting.CreateAction: // and updates
 			what += " " + a.GetObject().(metav1.Object).GetName()
 		case clienttesting.DeleteAction:
 			what += " " + a.GetName()
@@ -141,7 +149,7 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 	f.add(t, "virtualClaims", claim)
 
 	// No consumer yet: nothing.
-	if err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
+	if _, err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
 		t.Fatal(err)
 	}
 	if got := actions(f.physical); len(got) != 0 {
@@ -151,7 +159,7 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 	selected := claim.DeepCopy()
 	selected.Annotations = map[string]string{annotationSelectedNode: node.Name}
 	_ = f.stores["virtualClaims"].Update(selected)
-	if err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
+	if _, err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
 		t.Fatal(err)
 	}
 	if got := actions(f.physical); !slices.Equal(got, []string{"create persistentvolumeclaims pvc-claim-uid"}) {
@@ -178,7 +186,7 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 	holder.Spec.VolumeName, holder.Status.Phase = "local-1", corev1.ClaimBound
 	f.add(t, "holders", holder)
 	actions(f.physical)
-	if err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
+	if _, err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
 		t.Fatal(err)
 	}
 	pv, err := f.virtual.CoreV1().PersistentVolumes().Get(t.Context(), "pvc-claim-uid", metav1.GetOptions{})
