@@ -73,7 +73,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
 		VirtualConfigMaps: marked.ConfigMaps().Lister(), VirtualSecrets: marked.Secrets().Lister(),
 		VirtualPVCs: virtualClaims.Lister(), VirtualPVs: marked.PersistentVolumes().Lister(),
-		ProvisionedPVs: provisionedPVs.Lister(),
+		ProvisionedPVs:     provisionedPVs.Lister(),
 		PhysicalConfigMaps: copies.ConfigMaps().Lister(), PhysicalSecrets: physicalSecrets.Lister(),
 		PhysicalPVCs: copies.PersistentVolumeClaims().Lister(), PhysicalPVs: physicalPVs.Lister(),
 		Recorder: p.Recorder,

@@ -10,13 +10,17 @@
 // volume, a virtual PV mirroring that volume is made, pre-bound to the
 // virtual claim, and the virtual cluster's PV controller binds them.
 //
-// From there the claim is an ordinary bound claim: the pods that use it get
-// copies of the claim and of its volume in the mount namespace (package
-// dependents), made and released with the pods, while the holder claim
-// keeps the volume for as long as the virtual PV lives. A virtual PV whose
-// claim is gone follows its reclaim policy: Delete deletes the holder (and
-// the physical cluster reclaims the volume by its own class's policy) and
-// then the virtual PV; Retain keeps both.
+// From there the physical pods that use the claim use the holder itself
+// (package dependents names it in their volumes); the holder keeps the
+// volume for as long as the virtual PV lives. A virtual PV whose claim is
+// gone follows its reclaim policy: Delete deletes the holder (and the
+// physical cluster reclaims the volume by its own class's policy) and then
+// the virtual PV; Retain keeps both.
+//
+// The controller is also the external resizer of its volumes (resize.go):
+// a larger request of the virtual claim goes to the holder, and the
+// physical volume's growth comes back to the virtual PV and the claim's
+// status.
 package provision
 
 import (
