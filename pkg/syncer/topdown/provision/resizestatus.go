@@ -19,7 +19,8 @@ import (
 //     physical resizer wrote any, or ControllerResizeInfeasible with
 //     ControllerResizeError when the physical cluster refused the request;
 //   - once done, the resize conditions and the storage entry of
-//     allocatedResourceStatuses go; allocatedResources stays.
+//     allocatedResourceStatuses go; allocatedResources stays, down to the
+//     capacity if the user lowered the request.
 //
 // now stamps the conditions the syncer makes itself; a condition that
 // stays as it was keeps its times, so that a second pass writes nothing.
@@ -50,6 +51,11 @@ func resizedStatus(claim, holder *corev1.PersistentVolumeClaim, refused *refusal
 		}
 	}
 	if !resizing {
+		// A request lowered back to the capacity (after a refusal): nothing
+		// beyond the capacity is allocated, nor counted by quotas.
+		if allocated, ok := status.AllocatedResources[corev1.ResourceStorage]; ok && allocated.Cmp(capacity) > 0 {
+			status.AllocatedResources[corev1.ResourceStorage] = capacity
+		}
 		return status
 	}
 
