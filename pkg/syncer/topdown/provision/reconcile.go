@@ -189,9 +189,10 @@ func (c *Controller) holderOf(claim *corev1.PersistentVolumeClaim, physicalClass
 	}
 }
 
-// mirror is the virtual PV of the physical volume, pre-bound to claim.
-// A volume tied to nodes in the physical cluster is tied to the virtual
-// node of the physical node it was made on.
+// mirror is the virtual PV of the physical volume, pre-bound to claim,
+// tied to the binding's virtual nodes; a volume tied to nodes in the
+// physical cluster is tied to the virtual node of the physical node it was
+// made on.
 func (c *Controller) mirror(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, holder *corev1.PersistentVolumeClaim, physical *corev1.PersistentVolume, physicalNode string) *corev1.PersistentVolume {
 	reclaim := corev1.PersistentVolumeReclaimDelete
 	if class.ReclaimPolicy != nil {
@@ -219,14 +220,19 @@ func (c *Controller) mirror(claim *corev1.PersistentVolumeClaim, class *storagev
 			},
 		},
 	}
-	if physical.Spec.NodeAffinity != nil && physicalNode != "" {
-		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: kubeoceanv1alpha1.LabelClusterID, Operator: corev1.NodeSelectorOpIn, Values: []string{c.clusterID}},
-				{Key: kubeoceanv1alpha1.LabelPhysicalNodeName, Operator: corev1.NodeSelectorOpIn, Values: []string{physicalNode}},
-			},
-		}}}}
+	// Any volume lives in the binding's physical cluster: only its virtual
+	// nodes reach it.
+	required := []corev1.NodeSelectorRequirement{
+		{Key: kubeoceanv1alpha1.LabelClusterID, Operator: corev1.NodeSelectorOpIn, Values: []string{c.clusterID}},
 	}
+	if physical.Spec.NodeAffinity != nil && physicalNode != "" {
+		required = append(required, corev1.NodeSelectorRequirement{
+			Key: kubeoceanv1alpha1.LabelPhysicalNodeName, Operator: corev1.NodeSelectorOpIn, Values: []string{physicalNode},
+		})
+	}
+	pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: required,
+	}}}}
 	return pv
 }
 

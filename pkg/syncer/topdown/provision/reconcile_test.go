@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -221,5 +222,36 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 	}
 	if got := actions(f.virtual); !slices.Equal(got, []string{"delete persistentvolumes pvc-claim-uid"}) {
 		t.Fatalf("holder gone: %v", got)
+	}
+}
+
+// TestMirrorIsTiedToTheBindingsNodes: a provisioned volume lives in the
+// binding's physical cluster, so only its virtual nodes reach it; one tied
+// to a physical node, only that node's virtual node.
+func TestMirrorIsTiedToTheBindingsNodes(t *testing.T) {
+	f := newFixture(t)
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", UID: "claim-uid"}}
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-nfs"}}
+	holder := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pvc-claim-uid"}}
+	for name, tc := range map[string]struct {
+		affinity *corev1.VolumeNodeAffinity
+		want     []string
+	}{
+		"network volume":    {want: []string{kubeoceanv1alpha1.LabelClusterID + " In [cls]"}},
+		"node-local volume": {affinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{}}, want: []string{kubeoceanv1alpha1.LabelClusterID + " In [cls]", kubeoceanv1alpha1.LabelPhysicalNodeName + " In [worker]"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			physical := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "vol"}, Spec: corev1.PersistentVolumeSpec{NodeAffinity: tc.affinity}}
+			pv := f.c.mirror(claim, class, holder, physical, "worker")
+			var got []string
+			for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+				for _, r := range term.MatchExpressions {
+					got = append(got, fmt.Sprintf("%s %s %v", r.Key, r.Operator, r.Values))
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("node affinity %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
