@@ -65,14 +65,15 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every virtual claim, which the provisioner watches; its volumes.
+	// Every virtual claim, which the provisioner watches, and the volumes
+	// it made.
 	virtualClaims := v.Kube(informers.Scope{}).Core().V1().PersistentVolumeClaims()
 	provisionedPVs := v.Kube(ownedScope(clusterID, "")).Core().V1().PersistentVolumes()
 	deps, err := dependents.New(dependents.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount,
 		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
 		VirtualConfigMaps: marked.ConfigMaps().Lister(), VirtualSecrets: marked.Secrets().Lister(),
-		VirtualPVCs: virtualClaims.Lister(), VirtualPVs: marked.PersistentVolumes().Lister(),
+		VirtualPVCs: marked.PersistentVolumeClaims().Lister(), VirtualPVs: marked.PersistentVolumes().Lister(),
 		ProvisionedPVs:     provisionedPVs.Lister(),
 		PhysicalConfigMaps: copies.ConfigMaps().Lister(), PhysicalSecrets: physicalSecrets.Lister(),
 		PhysicalPVCs: copies.PersistentVolumeClaims().Lister(), PhysicalPVs: physicalPVs.Lister(),

@@ -35,16 +35,18 @@ type Options struct {
 	PhysicalClient kubernetes.Interface
 
 	// The virtual listers hold the objects marked for this binding (label
-	// kubeocean.io/synced-by-<clusterID>), or more (VirtualPVCs may hold
-	// every claim); an object not there yet is read live.
+	// kubeocean.io/synced-by-<clusterID>); an object not there yet is read
+	// live. They must be the caches whose events drive the controllers of
+	// copies, so that a change that wakes a controller is also what it
+	// reads.
 	VirtualConfigMaps corev1listers.ConfigMapLister
 	VirtualSecrets    corev1listers.SecretLister
 	VirtualPVCs       corev1listers.PersistentVolumeClaimLister
 	VirtualPVs        corev1listers.PersistentVolumeLister
 
 	// ProvisionedPVs, optional, hold the virtual PVs the binding
-	// provisioned (package provision), looked up before VirtualPVs: the
-	// claims bound to them are never marked.
+	// provisioned (package provision), looked up after VirtualPVs: they
+	// are never marked, and without them each would be read live.
 	ProvisionedPVs corev1listers.PersistentVolumeLister
 
 	// The physical listers hold the copies: the mount namespace and the
@@ -151,7 +153,7 @@ func pvKind(opts Options, v, p corev1client.CoreV1Interface) *kind[*corev1.Persi
 				if opts.ProvisionedPVs == nil {
 					return opts.VirtualPVs
 				}
-				return firstOf[pv]{opts.ProvisionedPVs, opts.VirtualPVs}
+				return firstOf[pv]{opts.VirtualPVs, opts.ProvisionedPVs}
 			},
 			client: func(string) client[pv] { return v.PersistentVolumes() },
 		},
