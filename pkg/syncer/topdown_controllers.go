@@ -65,11 +65,16 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every virtual claim, which the provisioner watches, and the volumes
+	// it made.
+	virtualClaims := v.Kube(informers.Scope{}).Core().V1().PersistentVolumeClaims()
+	provisionedPVs := v.Kube(ownedScope(clusterID, "")).Core().V1().PersistentVolumes()
 	deps, err := dependents.New(dependents.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount,
 		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
 		VirtualConfigMaps: marked.ConfigMaps().Lister(), VirtualSecrets: marked.Secrets().Lister(),
 		VirtualPVCs: marked.PersistentVolumeClaims().Lister(), VirtualPVs: marked.PersistentVolumes().Lister(),
+		ProvisionedPVs:     provisionedPVs.Lister(),
 		PhysicalConfigMaps: copies.ConfigMaps().Lister(), PhysicalSecrets: physicalSecrets.Lister(),
 		PhysicalPVCs: copies.PersistentVolumeClaims().Lister(), PhysicalPVs: physicalPVs.Lister(),
 		Recorder: p.Recorder,
@@ -129,8 +134,8 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
 		PhysicalClasses: ph.Kube(informers.Scope{}).Storage().V1().StorageClasses(),
 		VirtualClasses:  v.Kube(ownedScope(clusterID, "")).Storage().V1().StorageClasses(),
-		VirtualVolumes:  v.Kube(ownedScope(clusterID, "")).Core().V1().PersistentVolumes(),
-		VirtualClaims:   v.Kube(informers.Scope{}).Core().V1().PersistentVolumeClaims(),
+		VirtualVolumes:  provisionedPVs,
+		VirtualClaims:   virtualClaims,
 		VirtualNodes:    virtualNodes, Holders: copies.PersistentVolumeClaims(),
 		Recorder: p.Recorder, Metrics: p.Metrics,
 	})

@@ -22,11 +22,12 @@ import (
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
-// runLocalProvisioner is the physical cluster's provisioner and binder for
-// claims of class in namespace (the physical cluster runs no
+// runLocalProvisioner is the physical cluster's provisioner, binder and
+// resizer for claims of class in namespace (the physical cluster runs no
 // kube-controller-manager): a hostPath volume on the claim's selected node
-// for each claim, bound to it; a volume whose claim is gone is deleted (the
-// class's Delete policy).
+// for each claim, bound to it; a bound claim that asks for more than it has
+// gets it, the volume first and then the claim, as external-resizer does; a
+// volume whose claim is gone is deleted (the class's Delete policy).
 func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Interface, namespace, class string) {
 	step := func() error {
 		claims, err := kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
@@ -49,6 +50,9 @@ func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Inte
 			}
 			live[claim.UID] = true
 			if claim.Status.Phase == corev1.ClaimBound {
+				if err := resizeLocal(ctx, kube, claim); err != nil {
+					return err
+				}
 				continue
 			}
 			node := claim.Annotations["volume.kubernetes.io/selected-node"]
@@ -126,6 +130,29 @@ func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Inte
 	}()
 }
 
+// resizeLocal grows the volume of a bound claim that asks for more than it
+// has, then the claim's capacity.
+func resizeLocal(ctx context.Context, kube kubernetes.Interface, claim *corev1.PersistentVolumeClaim) error {
+	want, have := claim.Spec.Resources.Requests[corev1.ResourceStorage], claim.Status.Capacity[corev1.ResourceStorage]
+	if want.Cmp(have) <= 0 {
+		return nil
+	}
+	pv, err := kube.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if size := pv.Spec.Capacity[corev1.ResourceStorage]; size.Cmp(want) < 0 {
+		pv.Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: want}
+		if _, err := kube.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	claim = claim.DeepCopy()
+	claim.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: want}
+	_, err = kube.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{})
+	return err
+}
+
 func dropFinalizers(ctx context.Context, kube kubernetes.Interface, claim *corev1.PersistentVolumeClaim) error {
 	if len(claim.Finalizers) == 0 {
 		return nil
@@ -136,17 +163,18 @@ func dropFinalizers(ctx context.Context, kube kubernetes.Interface, claim *corev
 	return err
 }
 
-// volumeOf follows a StatefulSet claim to the physical volume that holds
-// its data: virtual claim → provisioned virtual PV → holder claim →
-// physical PV, and checks that the physical pod mounts that same storage
-// (its claim copy's volume has the physical volume's source).
+// volumesOf follows the claim of a StatefulSet pod to the physical volume
+// that holds its data: virtual claim → provisioned virtual PV → holder
+// claim → physical PV, and checks that the physical pod mounts that volume
+// through the holder itself: no copy of the claim, and exactly one
+// physical PV for the volume.
 type claimVolumes struct {
 	claimUID         types.UID
 	virtualPV, phyPV string
 	path             string
 }
 
-func volumesOf(ctx context.Context, w *testenv.SyncerWorld, ns, claim string) (claimVolumes, error) {
+func volumesOf(ctx context.Context, w *testenv.SyncerWorld, ns, pod, claim string) (claimVolumes, error) {
 	var v claimVolumes
 	pvc, err := w.Virtual.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
@@ -169,17 +197,35 @@ func volumesOf(ctx context.Context, w *testenv.SyncerWorld, ns, claim string) (c
 		return v, fmt.Errorf("physical volume: %w", err)
 	}
 	v.phyPV, v.path = physical.Name, physical.Spec.HostPath.Path
-	// What the running pod mounts: the copy of the claim and its volume.
-	copyClaim, err := w.Physical.CoreV1().PersistentVolumeClaims(w.Mount).Get(ctx, naming.PhysicalName(ns, claim), metav1.GetOptions{})
+	// What the running pod mounts: the holder.
+	physicalPod, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName(ns, pod), metav1.GetOptions{})
 	if err != nil {
-		return v, fmt.Errorf("claim copy: %w", err)
+		return v, fmt.Errorf("physical pod: %w", err)
 	}
-	copyPV, err := w.Physical.CoreV1().PersistentVolumes().Get(ctx, copyClaim.Spec.VolumeName, metav1.GetOptions{})
+	var mounted []string
+	for _, volume := range physicalPod.Spec.Volumes {
+		if volume.PersistentVolumeClaim != nil {
+			mounted = append(mounted, volume.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	if len(mounted) != 1 || mounted[0] != holder.Name {
+		return v, fmt.Errorf("the physical pod mounts claims %v, want the holder %s", mounted, holder.Name)
+	}
+	if _, err := w.Physical.CoreV1().PersistentVolumeClaims(w.Mount).Get(ctx, naming.PhysicalName(ns, claim), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		return v, fmt.Errorf("a copy of claim %s exists in the physical cluster (%v)", claim, err)
+	}
+	all, err := w.Physical.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return v, fmt.Errorf("volume copy: %w", err)
+		return v, err
 	}
-	if copyPV.Spec.HostPath == nil || copyPV.Spec.HostPath.Path != v.path {
-		return v, fmt.Errorf("the pod's volume copy %s is not the provisioned storage %s", copyPV.Name, v.path)
+	var same []string
+	for _, other := range all.Items {
+		if other.Spec.HostPath != nil && other.Spec.HostPath.Path == v.path {
+			same = append(same, other.Name)
+		}
+	}
+	if len(same) != 1 {
+		return v, fmt.Errorf("physical PVs %v point at the volume %s, want exactly one", same, v.path)
 	}
 	return v, nil
 }
@@ -225,7 +271,7 @@ func waitStatefulSetRunning(t *testing.T, w *testenv.SyncerWorld, ns string) map
 			if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 				return false, fmt.Errorf("%s is %s on %q", name, p.Status.Phase, p.Spec.NodeName)
 			}
-			v, err := volumesOf(ctx, w, ns, "data-"+name)
+			v, err := volumesOf(ctx, w, ns, name, "data-"+name)
 			if err != nil {
 				return false, err
 			}
@@ -247,8 +293,9 @@ func TestStatefulSetGetsStorageFromThePhysicalCluster(t *testing.T) {
 	ctx := t.Context()
 	w := lendNode(t, "sts", "cls-sts")
 	physicalClass := &storagev1.StorageClass{
-		ObjectMeta:  metav1.ObjectMeta{Name: "sts-local"},
-		Provisioner: "local.test.example.com",
+		ObjectMeta:           metav1.ObjectMeta{Name: "sts-local"},
+		Provisioner:          "local.test.example.com",
+		AllowVolumeExpansion: ptr.To(true),
 	}
 	if _, err := w.Physical.StorageV1().StorageClasses().Create(ctx, physicalClass, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -275,6 +322,13 @@ func TestStatefulSetGetsStorageFromThePhysicalCluster(t *testing.T) {
 	}
 	first := waitStatefulSetRunning(t, w, ns)
 	t.Logf("volumes: %+v", first)
+
+	// A larger request of a running pod's claim goes to its holder, and
+	// the grown volume comes back to the virtual PV and the claim.
+	resizeClaim(t, w, ns, "data-db-0", first["db-0"], resource.MustParse("2Gi"))
+	// One the physical cluster refuses (a quota of the mount namespace)
+	// shows on the claim, once.
+	refusedResize(t, w, ns, "data-db-1", first["db-1"])
 
 	// Deleted, pods gone in both clusters; the claims stay.
 	if err := w.Virtual.AppsV1().StatefulSets(ns).Delete(ctx, "db", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {

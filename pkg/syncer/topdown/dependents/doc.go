@@ -20,6 +20,11 @@
 // kubeocean.io/finalizer-<clusterID> — and only then is the copy created,
 // so a crash never leaves a copy nothing will clean up.
 //
+// A claim bound to a volume the binding provisioned (package provision) is
+// the exception: it is neither marked nor copied, and EnsurePVC names its
+// holder claim, which already holds the physical volume in the mount
+// namespace, so that the physical cluster has one PV per volume.
+//
 // Ownership: every copy carries the binding's identity (labels
 // kubeocean.io/cluster-id and kubeocean.io/binding-uid, package ownership).
 // A physical object at the mapped name is ours when it carries that

@@ -36,11 +36,18 @@ type Options struct {
 
 	// The virtual listers hold the objects marked for this binding (label
 	// kubeocean.io/synced-by-<clusterID>); an object not there yet is read
-	// live.
+	// live. They must be the caches whose events drive the controllers of
+	// copies, so that a change that wakes a controller is also what it
+	// reads.
 	VirtualConfigMaps corev1listers.ConfigMapLister
 	VirtualSecrets    corev1listers.SecretLister
 	VirtualPVCs       corev1listers.PersistentVolumeClaimLister
 	VirtualPVs        corev1listers.PersistentVolumeLister
+
+	// ProvisionedPVs, optional, hold the virtual PVs the binding
+	// provisioned (package provision), looked up after VirtualPVs: they
+	// are never marked, and without them each would be read live.
+	ProvisionedPVs corev1listers.PersistentVolumeLister
 
 	// The physical listers hold the copies: the mount namespace and the
 	// binding's identity labels (PVs: the labels only), so that copies of
@@ -142,7 +149,12 @@ func pvKind(opts Options, v, p corev1client.CoreV1Interface) *kind[*corev1.Persi
 	return &kind[pv]{
 		name: KindPV, content: pvContent(opts.MountNamespace),
 		virtual: side[pv]{
-			cache:  func(string) getter[pv] { return opts.VirtualPVs },
+			cache: func(string) getter[pv] {
+				if opts.ProvisionedPVs == nil {
+					return opts.VirtualPVs
+				}
+				return firstOf[pv]{opts.VirtualPVs, opts.ProvisionedPVs}
+			},
 			client: func(string) client[pv] { return v.PersistentVolumes() },
 		},
 		physical: side[pv]{
@@ -150,6 +162,20 @@ func pvKind(opts Options, v, p corev1client.CoreV1Interface) *kind[*corev1.Persi
 			client: func(string) client[pv] { return p.PersistentVolumes() },
 		},
 	}
+}
+
+// firstOf looks an object up in each getter in turn.
+type firstOf[T any] []getter[T]
+
+func (g firstOf[T]) Get(name string) (T, error) {
+	var obj T
+	var err error
+	for _, each := range g {
+		if obj, err = each.Get(name); !apierrors.IsNotFound(err) {
+			return obj, err
+		}
+	}
+	return obj, err
 }
 
 func (o Options) validate() error {

@@ -19,9 +19,10 @@ func PhysicalPVName(name string) string { return naming.PhysicalName("", name) }
 // EnsurePVC makes the physical copy of the virtual PVC namespace/name exist
 // and match, after the PV it is bound to (and that PV's CSI node-publish
 // Secret); it returns the physical PVC's name. The virtual PVC must be
-// Bound and name its volume: Kubeocean copies existing volumes, it does not
-// provision them, so until then a NotReadyError gives the pod's pending
-// reason.
+// Bound and name its volume, so until then a NotReadyError gives the pod's
+// pending reason. A claim of a volume the binding provisioned is not
+// copied: its name is that of the holder claim that keeps the volume in
+// the mount namespace (see holderOf).
 func (s *Syncer) EnsurePVC(ctx context.Context, namespace, name string) (string, error) {
 	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
 	pvc, err := virtualObject(ctx, s.pvcs, namespace, name)
@@ -33,6 +34,9 @@ func (s *Syncer) EnsurePVC(ctx context.Context, namespace, name string) (string,
 	}
 	if pvc.Spec.VolumeName == "" {
 		return "", &NotReadyError{Kind: KindPVC, Namespace: namespace, Name: name, Reason: ReasonPVCNoVolumeName}
+	}
+	if holder, ok, err := s.holderOf(ctx, pvc); ok || err != nil {
+		return holder, err
 	}
 	// The claim is marked before its volume, so the PV controller, which
 	// keeps a PV copied while a marked claim names it, never sees the

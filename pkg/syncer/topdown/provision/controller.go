@@ -10,13 +10,17 @@
 // volume, a virtual PV mirroring that volume is made, pre-bound to the
 // virtual claim, and the virtual cluster's PV controller binds them.
 //
-// From there the claim is an ordinary bound claim: the pods that use it get
-// copies of the claim and of its volume in the mount namespace (package
-// dependents), made and released with the pods, while the holder claim
-// keeps the volume for as long as the virtual PV lives. A virtual PV whose
-// claim is gone follows its reclaim policy: Delete deletes the holder (and
-// the physical cluster reclaims the volume by its own class's policy) and
-// then the virtual PV; Retain keeps both.
+// From there the physical pods that use the claim use the holder itself
+// (package dependents names it in their volumes); the holder keeps the
+// volume for as long as the virtual PV lives. A virtual PV whose claim is
+// gone follows its reclaim policy: Delete deletes the holder (and the
+// physical cluster reclaims the volume by its own class's policy) and then
+// the virtual PV; Retain keeps both.
+//
+// The controller is also the external resizer of its volumes (resize.go):
+// a larger request of the virtual claim goes to the holder, and the
+// physical volume's growth comes back to the virtual PV and the claim's
+// status.
 package provision
 
 import (
@@ -33,6 +37,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
@@ -92,8 +97,8 @@ const (
 	kindVolume = "PersistentVolume"
 )
 
-// Options are the dependencies of the controller; all but Metrics are
-// required.
+// Options are the dependencies of the controller; all but Metrics and
+// Clock are required.
 type Options struct {
 	ClusterID      string
 	BindingUID     types.UID
@@ -116,6 +121,8 @@ type Options struct {
 
 	Recorder record.EventRecorder
 	Metrics  *controller.Metrics
+	// Clock times the retry of refused resizes; default the real clock.
+	Clock clock.PassiveClock
 }
 
 // Controller provisions, keyed by key.
@@ -132,6 +139,8 @@ type Controller struct {
 	virtualNodes              corev1listers.NodeLister
 	holders                   corev1listers.PersistentVolumeClaimLister
 	recorder                  record.EventRecorder
+	clock                     clock.PassiveClock
+	refused                   *refusals
 }
 
 // New builds the controller and registers its handlers; it starts nothing.
@@ -146,7 +155,11 @@ func New(opts Options) (*Controller, error) {
 		physicalClasses: opts.PhysicalClasses.Lister(), virtualClasses: opts.VirtualClasses.Lister(),
 		virtualVolumes: opts.VirtualVolumes.Lister(), virtualClaims: opts.VirtualClaims.Lister(),
 		virtualNodes: opts.VirtualNodes.Lister(), holders: opts.Holders.Lister(),
-		recorder: opts.Recorder,
+		recorder: opts.Recorder, clock: opts.Clock,
+		refused: &refusals{byUID: map[types.UID]refusal{}},
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
 	}
 	c.Controller = controller.New(controller.Options[key]{
 		Name: Name, Reconcile: c.reconcile, Metrics: opts.Metrics,

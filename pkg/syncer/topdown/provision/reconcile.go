@@ -22,7 +22,7 @@ func (c *Controller) reconcile(ctx context.Context, k key) (controller.Result, e
 	case kindClass:
 		return controller.Result{}, c.syncClass(ctx, k.name)
 	case kindClaim:
-		return controller.Result{}, c.syncClaim(ctx, k.namespace, k.name)
+		return c.syncClaim(ctx, k.namespace, k.name)
 	case kindVolume:
 		return controller.Result{}, c.syncVolume(ctx, k.name)
 	}
@@ -105,13 +105,23 @@ func (c *Controller) virtualClass(physical *storagev1.StorageClass) *storagev1.S
 	}
 }
 
-// syncClaim provisions the virtual claim: a holder claim in the physical
-// cluster on the selected node, then, once it is bound, the virtual PV.
-func (c *Controller) syncClaim(ctx context.Context, namespace, name string) error {
+// syncClaim provisions the virtual claim (see provisionClaim) and, once it
+// is bound, resizes it (see syncResize).
+func (c *Controller) syncClaim(ctx context.Context, namespace, name string) (controller.Result, error) {
 	claim, err := orNil(c.virtualClaims.PersistentVolumeClaims(namespace).Get(name))
-	if err != nil || claim == nil || claim.DeletionTimestamp != nil || claim.Spec.VolumeName != "" || !c.provisionsFor(claim) {
-		return err
+	if err != nil || claim == nil || claim.DeletionTimestamp != nil || !c.provisionsFor(claim) {
+		return controller.Result{}, err
 	}
+	if claim.Spec.VolumeName != "" {
+		return c.syncResize(ctx, claim)
+	}
+	return controller.Result{}, c.provisionClaim(ctx, claim)
+}
+
+// provisionClaim provisions the unbound virtual claim: a holder claim in
+// the physical cluster on the selected node, then, once it is bound, the
+// virtual PV.
+func (c *Controller) provisionClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
 	selected := claim.Annotations[annotationSelectedNode]
 	if selected == "" {
 		return nil // waits for its first consumer
@@ -179,9 +189,10 @@ func (c *Controller) holderOf(claim *corev1.PersistentVolumeClaim, physicalClass
 	}
 }
 
-// mirror is the virtual PV of the physical volume, pre-bound to claim.
-// A volume tied to nodes in the physical cluster is tied to the virtual
-// node of the physical node it was made on.
+// mirror is the virtual PV of the physical volume, pre-bound to claim,
+// tied to the binding's virtual nodes; a volume tied to nodes in the
+// physical cluster is tied to the virtual node of the physical node it was
+// made on.
 func (c *Controller) mirror(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, holder *corev1.PersistentVolumeClaim, physical *corev1.PersistentVolume, physicalNode string) *corev1.PersistentVolume {
 	reclaim := corev1.PersistentVolumeReclaimDelete
 	if class.ReclaimPolicy != nil {
@@ -209,14 +220,19 @@ func (c *Controller) mirror(claim *corev1.PersistentVolumeClaim, class *storagev
 			},
 		},
 	}
-	if physical.Spec.NodeAffinity != nil && physicalNode != "" {
-		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: kubeoceanv1alpha1.LabelClusterID, Operator: corev1.NodeSelectorOpIn, Values: []string{c.clusterID}},
-				{Key: kubeoceanv1alpha1.LabelPhysicalNodeName, Operator: corev1.NodeSelectorOpIn, Values: []string{physicalNode}},
-			},
-		}}}}
+	// Any volume lives in the binding's physical cluster: only its virtual
+	// nodes reach it.
+	required := []corev1.NodeSelectorRequirement{
+		{Key: kubeoceanv1alpha1.LabelClusterID, Operator: corev1.NodeSelectorOpIn, Values: []string{c.clusterID}},
 	}
+	if physical.Spec.NodeAffinity != nil && physicalNode != "" {
+		required = append(required, corev1.NodeSelectorRequirement{
+			Key: kubeoceanv1alpha1.LabelPhysicalNodeName, Operator: corev1.NodeSelectorOpIn, Values: []string{physicalNode},
+		})
+	}
+	pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: required,
+	}}}}
 	return pv
 }
 

@@ -1,8 +1,10 @@
 package provision
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -14,6 +16,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -29,11 +32,14 @@ type fixture struct {
 	c                 *Controller
 	virtual, physical *kubefake.Clientset
 	stores            map[string]cache.Indexer
+	recorder          *record.FakeRecorder
+	clock             *clocktesting.FakePassiveClock
 }
 
 func newFixture(t *testing.T, physicalObjs ...runtime.Object) *fixture {
 	t.Helper()
-	f := &fixture{virtual: kubefake.NewClientset(), physical: kubefake.NewClientset(physicalObjs...)}
+	f := &fixture{virtual: kubefake.NewClientset(), physical: kubefake.NewClientset(physicalObjs...),
+		recorder: record.NewFakeRecorder(10), clock: clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))}
 	v := kubeinformers.NewSharedInformerFactory(f.virtual, 0)
 	p := kubeinformers.NewSharedInformerFactory(f.physical, 0)
 	opts := Options{
@@ -42,7 +48,7 @@ func newFixture(t *testing.T, physicalObjs ...runtime.Object) *fixture {
 		PhysicalClasses: p.Storage().V1().StorageClasses(), VirtualClasses: v.Storage().V1().StorageClasses(),
 		VirtualVolumes: v.Core().V1().PersistentVolumes(), VirtualClaims: v.Core().V1().PersistentVolumeClaims(),
 		VirtualNodes: v.Core().V1().Nodes(), Holders: p.Core().V1().PersistentVolumeClaims(),
-		Recorder: record.NewFakeRecorder(10),
+		Recorder: f.recorder, Clock: f.clock,
 	}
 	c, err := New(opts)
 	if err != nil {
@@ -74,8 +80,11 @@ func actions(client *kubefake.Clientset) []string {
 			continue
 		}
 		what := a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			what += "/" + a.GetSubresource()
+		}
 		switch a := a.(type) {
-		case clienttesting.CreateAction:
+		case clienttesting.CreateAction: // and updates
 			what += " " + a.GetObject().(metav1.Object).GetName()
 		case clienttesting.DeleteAction:
 			what += " " + a.GetName()
@@ -141,7 +150,7 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 	f.add(t, "virtualClaims", claim)
 
 	// No consumer yet: nothing.
-	if err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
+	if _, err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
 		t.Fatal(err)
 	}
 	if got := actions(f.physical); len(got) != 0 {
@@ -151,7 +160,7 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 	selected := claim.DeepCopy()
 	selected.Annotations = map[string]string{annotationSelectedNode: node.Name}
 	_ = f.stores["virtualClaims"].Update(selected)
-	if err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
+	if _, err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
 		t.Fatal(err)
 	}
 	if got := actions(f.physical); !slices.Equal(got, []string{"create persistentvolumeclaims pvc-claim-uid"}) {
@@ -178,7 +187,7 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 	holder.Spec.VolumeName, holder.Status.Phase = "local-1", corev1.ClaimBound
 	f.add(t, "holders", holder)
 	actions(f.physical)
-	if err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
+	if _, err := f.c.syncClaim(t.Context(), "app", "data"); err != nil {
 		t.Fatal(err)
 	}
 	pv, err := f.virtual.CoreV1().PersistentVolumes().Get(t.Context(), "pvc-claim-uid", metav1.GetOptions{})
@@ -213,5 +222,36 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 	}
 	if got := actions(f.virtual); !slices.Equal(got, []string{"delete persistentvolumes pvc-claim-uid"}) {
 		t.Fatalf("holder gone: %v", got)
+	}
+}
+
+// TestMirrorIsTiedToTheBindingsNodes: a provisioned volume lives in the
+// binding's physical cluster, so only its virtual nodes reach it; one tied
+// to a physical node, only that node's virtual node.
+func TestMirrorIsTiedToTheBindingsNodes(t *testing.T) {
+	f := newFixture(t)
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", UID: "claim-uid"}}
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-nfs"}}
+	holder := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pvc-claim-uid"}}
+	for name, tc := range map[string]struct {
+		affinity *corev1.VolumeNodeAffinity
+		want     []string
+	}{
+		"network volume":    {want: []string{kubeoceanv1alpha1.LabelClusterID + " In [cls]"}},
+		"node-local volume": {affinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{}}, want: []string{kubeoceanv1alpha1.LabelClusterID + " In [cls]", kubeoceanv1alpha1.LabelPhysicalNodeName + " In [worker]"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			physical := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "vol"}, Spec: corev1.PersistentVolumeSpec{NodeAffinity: tc.affinity}}
+			pv := f.c.mirror(claim, class, holder, physical, "worker")
+			var got []string
+			for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+				for _, r := range term.MatchExpressions {
+					got = append(got, fmt.Sprintf("%s %s %v", r.Key, r.Operator, r.Values))
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("node affinity %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

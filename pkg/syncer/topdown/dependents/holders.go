@@ -1,0 +1,64 @@
+package dependents
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
+)
+
+// Reasons of a NotReadyError for claims of provisioned volumes.
+const (
+	// ReasonHolderMissing: the claim's volume was provisioned by this
+	// binding, but the holder claim that keeps it in the physical cluster is
+	// gone or does not hold that volume.
+	ReasonHolderMissing = "HolderClaimMissing"
+	// ReasonProvisionedElsewhere: the claim's volume was provisioned in
+	// another binding's physical cluster, where it stays.
+	ReasonProvisionedElsewhere = "VolumeOfAnotherCluster"
+)
+
+// annotationProvisionedBy names the provisioner of a PV.
+const annotationProvisionedBy = "pv.kubernetes.io/provisioned-by"
+
+// holderOf answers for a claim bound to a volume that a binding
+// provisioned (package provision): such a claim is not copied, since its
+// holder claim in the mount namespace already holds the physical volume,
+// and a second physical PV for one volume would break the drivers that
+// attach and mount per PV. It returns the holder's name and true for a
+// volume of this binding; false for any other volume, which is copied.
+func (s *Syncer) holderOf(ctx context.Context, claim *corev1.PersistentVolumeClaim) (string, bool, error) {
+	pv, err := s.pvs.virtual.fresh(ctx, "", claim.Spec.VolumeName)
+	if apierrors.IsNotFound(err) {
+		return "", false, nil // the copy's path says so
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading virtual PersistentVolume %s: %w", claim.Spec.VolumeName, err)
+	}
+	by, holder := pv.Annotations[annotationProvisionedBy], pv.Annotations[provision.AnnotationHolder]
+	if holder == "" || !strings.HasPrefix(by, kubeoceanv1alpha1.GroupName+"/") {
+		return "", false, nil
+	}
+	if by != provision.ProvisionerName(s.clusterID) {
+		return "", true, &NotReadyError{Kind: KindPVC, Namespace: claim.Namespace, Name: claim.Name, Reason: ReasonProvisionedElsewhere}
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != claim.UID {
+		return "", true, &NotReadyError{Kind: KindPV, Name: pv.Name, Reason: ReasonPVNotBoundToClaim}
+	}
+	held, err := s.pvcs.physical.fresh(ctx, s.mountNamespace, holder)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", true, &NotReadyError{Kind: KindPVC, Namespace: claim.Namespace, Name: claim.Name, Reason: ReasonHolderMissing}
+	case err != nil:
+		return "", true, fmt.Errorf("reading holder claim %s/%s: %w", s.mountNamespace, holder, err)
+	case !s.owner.Owns(held) || held.Labels[provision.LabelHolder] != "true" ||
+		held.Spec.VolumeName != pv.Annotations[provision.AnnotationPhysicalVolume]:
+		return "", true, &NotReadyError{Kind: KindPVC, Namespace: claim.Namespace, Name: claim.Name, Reason: ReasonHolderMissing}
+	}
+	return holder, true, nil
+}
