@@ -112,24 +112,29 @@ func (b *bench) leftovers(ctx context.Context) (l leftovers, err error) {
 		return l, err
 	}
 	l.physicalCopies = len(secrets.Items) + len(configMaps.Items)
-	finalizer := kubeoceanv1alpha1.Finalizer(clusterID)
 	virtualSecrets, err := b.virtualKube.CoreV1().Secrets(virtualNS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return l, err
-	}
-	for _, s := range virtualSecrets.Items {
-		if slices.Contains(s.Finalizers, finalizer) {
-			l.virtualFinalizers++
-		}
 	}
 	virtualConfigMaps, err := b.virtualKube.CoreV1().ConfigMaps(virtualNS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return l, err
 	}
-	for _, c := range virtualConfigMaps.Items {
-		if slices.Contains(c.Finalizers, finalizer) {
-			l.virtualFinalizers++
+	l.virtualFinalizers = withFinalizer(virtualSecrets.Items, kubeoceanv1alpha1.Finalizer(clusterID)) +
+		withFinalizer(virtualConfigMaps.Items, kubeoceanv1alpha1.Finalizer(clusterID))
+	return l, nil
+}
+
+// withFinalizer counts the objects that hold finalizer.
+func withFinalizer[T any, P interface {
+	*T
+	GetFinalizers() []string
+}](items []T, finalizer string) int {
+	n := 0
+	for i := range items {
+		if slices.Contains(P(&items[i]).GetFinalizers(), finalizer) {
+			n++
 		}
 	}
-	return l, nil
+	return n
 }
