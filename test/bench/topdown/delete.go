@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -39,7 +40,7 @@ func (l leftovers) String() string {
 	return fmt.Sprintf("%d / %d / %d / %d", l.virtualPods, l.physicalPods, l.physicalCopies, l.virtualFinalizers)
 }
 
-// deleteAll deletes every virtual pod of the run with one call and times
+// deleteAll deletes every virtual pod of the run and times
 // until the pods are gone in both clusters and the binding's copies
 // (token Secrets, ConfigMaps, Secrets) and its finalizers on the virtual
 // ConfigMaps and Secrets are gone too.
@@ -55,7 +56,16 @@ func (b *bench) deleteAll(ctx context.Context) (d deletion, err error) {
 	}
 	benchenv.Logf("deletion: deleting all %d virtual pods", d.pods)
 	start := time.Now()
-	if err := b.virtualKube.CoreV1().Pods(virtualNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+	// One DELETE a pod, as kubectl delete sends them: a delete collection
+	// of thousands of pods outlasts the apiserver's request timeout.
+	err = benchenv.ForEach(d.pods, func(i int) error {
+		err := b.virtualKube.CoreV1().Pods(virtualNS).Delete(ctx, pods.Items[i].Name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return d, err
 	}
 	var virtualDone, physicalDone bool

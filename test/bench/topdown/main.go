@@ -103,9 +103,11 @@ func run(ctx context.Context, cfg config) error {
 	if r.idle, err = b.idle(ctx); err != nil {
 		return fmt.Errorf("idle: %w", err)
 	}
-	if r.deletion, err = b.deleteAll(ctx); err != nil {
+	r.print(cfg)
+	d, err := b.deleteAll(ctx)
+	if err != nil {
 		return fmt.Errorf("deletion: %w", err)
 	}
-	r.print(cfg)
+	d.print()
 	return nil
 }

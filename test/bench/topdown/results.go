@@ -17,7 +17,6 @@ type results struct {
 	burst                        burst
 	createLatency, statusLatency latency
 	idle                         window
-	deletion                     deletion
 }
 
 func (r results) print(cfg config) {
@@ -51,12 +50,32 @@ func (r results) print(cfg config) {
 	fmt.Fprintf(w, "requests per pod, physical apiserver (no watches)\t%.2f\t%.2f\t\t\n", work(b.window.physical)/n, work(r.floor.physical)/n)
 	fmt.Fprintf(w, "syncer RSS before → after the burst (MiB)\t%.1f → %.1f\t\t\t\n", b.rssBefore, b.rssAfter)
 	fmt.Fprintf(w, "syncer RSS growth per 1,000 synced pods (MiB)\t%.1f\t\t\t≤ 15\n", (b.rssAfter-b.rssBefore)*1000/n)
-	d := r.deletion
+	w.Flush()
+	r.printDetails(cfg)
+}
+
+// print prints the figures of the deletion of every pod.
+func (d deletion) print() {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "figure\tsyncer\t\t\ttarget")
 	fmt.Fprintf(w, "delete all %d virtual pods: s until gone, virtual / physical / nothing of the binding left (copies keep a 30 s grace)\t%.1f / %.1f / %.1f\t\t\t\n",
 		d.pods, d.virtualGone.Seconds(), d.physicalGone.Seconds(), d.cleanGone.Seconds())
 	fmt.Fprintf(w, "after the deletion: left virtual pods / physical pods / copies / virtual finalizers\t%v\t\t\t0 / 0 / 0 / 0\n", d.left)
 	fmt.Fprintf(w, "deletion: syncer CPU per pod (ms)\t%.2f\t\t\t\n", d.window.cpu["syncer"]*1000/max(float64(d.pods), 1))
 	w.Flush()
+	deleted := float64(max(d.pods, 1))
+	benchenv.PrintAPIRequests(fmt.Sprintf("Deletion of %d pods, requests per pod (apiserver_request_total):", d.pods), []string{"virtual", "physical"},
+		[]benchenv.APIRequests{d.window.virtual, d.window.physical}, []float64{deleted, deleted})
+	fmt.Printf("\nSyncer's own client counter in the deletion, per pod:\n")
+	printCounter(d.window.syncer, deleted)
+	benchenv.PrintCPU(fmt.Sprintf("CPU in the deletion (%.1f s of wall time):", d.window.elapsed.Seconds()), []string{"deletion"},
+		[]map[string]float64{d.window.cpu}, []float64{deleted}, "pod")
+}
+
+func (r results) printDetails(cfg config) {
+	n := float64(cfg.pods)
+	b := r.burst
 
 	phases := []string{"syncer burst", "floor"}
 	fmt.Printf("\nThe apiservers count every client: in the burst the benchmark's own %d pod creates (POST pods on the virtual\n"+
@@ -77,14 +96,6 @@ func (r results) print(cfg config) {
 	fmt.Printf("\nSyncer's own client counter in the whole idle period:\n")
 	printCounter(r.idle.syncer, 1)
 	benchenv.PrintCPU("CPU in the idle period:", []string{"idle"}, []map[string]float64{r.idle.cpu}, []float64{r.idle.elapsed.Minutes()}, "min")
-
-	deleted := float64(max(d.pods, 1))
-	benchenv.PrintAPIRequests(fmt.Sprintf("Deletion of %d pods, requests per pod (apiserver_request_total):", d.pods), []string{"virtual", "physical"},
-		[]benchenv.APIRequests{d.window.virtual, d.window.physical}, []float64{deleted, deleted})
-	fmt.Printf("\nSyncer's own client counter in the deletion, per pod:\n")
-	printCounter(d.window.syncer, deleted)
-	benchenv.PrintCPU(fmt.Sprintf("CPU in the deletion (%.1f s of wall time):", d.window.elapsed.Seconds()), []string{"deletion"},
-		[]map[string]float64{d.window.cpu}, []float64{deleted}, "pod")
 }
 
 // get counts the reads of one object of resource (GET, any code).
