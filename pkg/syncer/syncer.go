@@ -275,7 +275,7 @@ func (e *syncerEnv) bindingMetrics() ([]prometheus.Collector, error) {
 	if _, err := virtualPods.Informer().AddEventHandler(latency.virtualHandler()); err != nil {
 		return nil, err
 	}
-	collectors := append(latency.collectors(), newBindingCollector(e.binding.Name, virtualNodes, physicalPods.Lister()))
+	collectors := append(latency.collectors(), newBindingCollector(e.binding.Name, virtualNodes, physicalPods.Lister(), virtualPods.Informer().GetStore()))
 	for i, c := range collectors {
 		if err := e.process.Registry.Register(c); err != nil {
 			for _, registered := range collectors[:i] {
