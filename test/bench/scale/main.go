@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +78,9 @@ type bench struct {
 // footprint is the manager at rest.
 type footprint struct {
 	rssMiB, heapMiB, cpuPercent float64
-	cachedPods                  float64
+	// cachedPods sums kubeocean_binding_virtual_pods_cached; -1 when the
+	// manager shows none.
+	cachedPods float64
 }
 
 func run(ctx context.Context, cfg config) error {
@@ -246,10 +247,17 @@ func (b *bench) footprint(ctx context.Context) (footprint, error) {
 	if err != nil {
 		return f, err
 	}
+	if len(metrics) == 0 && f.rssMiB > 0 {
+		f.cachedPods = -1 // a manager without the gauge, or no binding yet
+	}
 	for _, v := range metrics {
 		f.cachedPods += v
 	}
-	benchenv.Logf("RSS %.1f MiB, live heap %.1f MiB, CPU %.1f%%, virtual pods cached %.0f (log %s)",
-		f.rssMiB, f.heapMiB, f.cpuPercent, f.cachedPods, filepath.Base(b.manager.LogPath))
+	vnodes, err := benchenv.CountReady(ctx, b.virtualKube, kubeoceanv1alpha1.LabelManagedBy+"="+kubeoceanv1alpha1.ManagedByKubeocean)
+	if err != nil {
+		return f, err
+	}
+	benchenv.Logf("RSS %.1f MiB, live heap %.1f MiB, CPU %.1f%%, virtual pods cached %.0f, virtual nodes Ready %d (log %s)",
+		f.rssMiB, f.heapMiB, f.cpuPercent, f.cachedPods, vnodes, b.manager.LogPath)
 	return f, nil
 }

@@ -25,7 +25,11 @@ func printResults(cfg config, baseline, bound, full footprint, podsRunning time.
 		f    footprint
 	}{{"no binding (baseline)", baseline}, {fmt.Sprintf("%d bindings", cfg.bindings), bound},
 		{fmt.Sprintf("%d bindings + %d unrelated pods", cfg.bindings, cfg.pods), full}} {
-		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%.0f\t\n", row.name, row.f.rssMiB, row.f.heapMiB, row.f.cpuPercent, row.f.cachedPods)
+		cached := "n/a"
+		if row.f.cachedPods >= 0 {
+			cached = fmt.Sprintf("%.0f", row.f.cachedPods)
+		}
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%s\t\n", row.name, row.f.rssMiB, row.f.heapMiB, row.f.cpuPercent, cached)
 	}
 	fmt.Fprintf(w, "per binding (%d lent nodes)\t%+.2f\t%+.2f\t%+.2f\t\t\n", cfg.nodes, perBinding(rss), perBinding(heap), perBinding(cpuOf))
 	fmt.Fprintf(w, "per 1,000 unrelated pods (target ≈ 0)\t%+.2f\t%+.2f\t%+.2f\t\t\n", perThousand(rss), perThousand(heap), perThousand(cpuOf))
