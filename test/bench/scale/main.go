@@ -9,7 +9,10 @@
 //   - with --pods more pods running on the virtual cluster's own kwok nodes
 //     (not virtual nodes), which no binding runs: the cost per 1,000 such
 //     pods, which should be about nothing (each syncer caches only the
-//     pods bound to its virtual nodes).
+//     pods bound to its virtual nodes);
+//   - with --secrets more Secrets no binding references: the cost per
+//     1,000, also about nothing (the manager watches only the referenced
+//     ones).
 //
 // It also prints what the syncers' caches hold
 // (kubeocean_binding_virtual_pods_cached, summed) and the CPU seconds of
@@ -24,6 +27,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +47,7 @@ const appsNS = "scale-apps"
 
 type config struct {
 	bindings, nodes, pods, ownNodes int
+	secrets                         int
 	managerBinary                   string
 	settle                          time.Duration
 	qps                             float32
@@ -54,6 +59,7 @@ func main() {
 	flag.IntVar(&cfg.bindings, "bindings", 5, "bindings, each of its own physical control plane")
 	flag.IntVar(&cfg.nodes, "nodes", 200, "kwok nodes lent by each physical cluster")
 	flag.IntVar(&cfg.pods, "pods", 10000, "pods running on the virtual cluster's own kwok nodes")
+	flag.IntVar(&cfg.secrets, "secrets", 1000, "Secrets no binding references (half of them kubeconfigs), created last")
 	flag.IntVar(&cfg.ownNodes, "own-nodes", 50, "kwok nodes of the virtual cluster's own, which run those pods")
 	flag.StringVar(&cfg.managerBinary, "manager", "bin/kubeocean-manager", "path of the kubeocean-manager binary")
 	flag.DurationVar(&cfg.settle, "settle", 20*time.Second, "wait before each footprint reading")
@@ -121,7 +127,15 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	printResults(cfg, baseline, bound, full, took, cpu)
+	if err := b.createUnrelatedSecrets(ctx); err != nil {
+		return err
+	}
+	benchenv.Logf("manager at rest, %d bindings, %d unrelated pods and %d unrelated Secrets", cfg.bindings, cfg.pods, cfg.secrets)
+	secrets, err := b.footprint(ctx)
+	if err != nil {
+		return err
+	}
+	printResults(cfg, []footprint{baseline, bound, full, secrets}, took, cpu)
 	return nil
 }
 
@@ -229,6 +243,24 @@ func (b *bench) createUnrelatedPods(ctx context.Context) (time.Duration, error) 
 			return false, "", err
 		}
 		return len(running.Items) == b.cfg.pods, fmt.Sprintf("%d/%d Running", len(running.Items), b.cfg.pods), nil
+	})
+}
+
+// createUnrelatedSecrets creates Secrets of 2 KiB that no binding
+// references; every other one holds a kubeconfig key, which the manager
+// once kept whole.
+func (b *bench) createUnrelatedSecrets(ctx context.Context) error {
+	benchenv.Logf("creating %d Secrets no binding references", b.cfg.secrets)
+	value := []byte(strings.Repeat("x", 2048))
+	return benchenv.ForEach(b.cfg.secrets, func(i int) error {
+		key := "data"
+		if i%2 == 0 {
+			key = "kubeconfig"
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: appsNS, Name: fmt.Sprintf("secret-%05d", i)},
+			Data: map[string][]byte{key: value}}
+		_, err := b.virtualKube.CoreV1().Secrets(appsNS).Create(ctx, secret, metav1.CreateOptions{})
+		return err
 	})
 }
 
