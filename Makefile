@@ -17,7 +17,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Packages that start real control planes (etcd, kube-apiserver, ...).
 INTEGRATION_PKGS := ./test/...
 
-.PHONY: all build test test-unit test-integration test-demo demo images verify verify-cold codegen crds charts testbin fmt vet clean bench-bottomup bench-topdown bench-kubelet bench-churn
+.PHONY: all build test test-unit test-integration test-demo demo images verify verify-cold codegen crds charts testbin fmt vet clean bench-bottomup bench-topdown bench-kubelet bench-churn bench-scale
 
 all: build
 
@@ -100,6 +100,10 @@ bench-topdown: build testbin
 ## bench-churn: foreign-pod churn on lent nodes: status writes per node per second, 409s, settling time (BENCH_ARGS=--nodes=1000 for the large run)
 bench-churn: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/churn --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)
+
+## bench-scale: one in-process manager with several bindings and many unrelated virtual pods: RSS, heap, CPU at rest per binding and per 1,000 pods (BENCH_ARGS=--bindings=2 --nodes=20 --pods=2000 for a small run)
+bench-scale: build testbin
+	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/scale --manager=$(BIN)/kubeocean-manager $(BENCH_ARGS)
 
 ## bench-kubelet: kubelet API figures on real clusters (logs, exec, 200 follows; design.md §5); prints a table
 bench-kubelet: build testbin

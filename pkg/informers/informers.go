@@ -45,19 +45,33 @@ type Scope struct {
 	// required with Slim.
 	Slim     cache.TransformFunc
 	SlimName string
+	// KeepPod, when set, keeps of the pods that list and watch return only
+	// those it accepts: the others are dropped as they are decoded, before
+	// the pod informer of the scope, so they cost no memory and no handler
+	// ever sees them. It is for what a selector cannot say (a prefix of
+	// spec.nodeName). It must accept or refuse a pod for good once it
+	// accepts it (decide on fields that do not change from then on, like
+	// spec.nodeName once set): a kept pod whose later events were dropped
+	// would stay in the cache as it was. A pod it starts to accept comes as
+	// an add. KeepPodName tells filters apart and is required with KeepPod.
+	// Only the scope's pod informer filters.
+	KeepPod     func(*corev1.Pod) bool
+	KeepPodName string
 }
 
-// key identifies a scope; the Slim function is identified by SlimName.
+// key identifies a scope; the Slim and KeepPod functions are identified by
+// SlimName and KeepPodName.
 type key struct {
-	namespace, labelSelector, fieldSelector, slimName string
+	namespace, labelSelector, fieldSelector, slimName, keepPodName string
 }
 
 func (s Scope) key() key {
-	return key{s.Namespace, s.LabelSelector, s.FieldSelector, s.SlimName}
+	return key{s.Namespace, s.LabelSelector, s.FieldSelector, s.SlimName, s.KeepPodName}
 }
 
 func (s Scope) String() string {
-	return fmt.Sprintf("namespace=%q labels=%q fields=%q slim=%q", s.Namespace, s.LabelSelector, s.FieldSelector, s.SlimName)
+	return fmt.Sprintf("namespace=%q labels=%q fields=%q slim=%q keepPods=%q",
+		s.Namespace, s.LabelSelector, s.FieldSelector, s.SlimName, s.KeepPodName)
 }
 
 // Cluster holds the informer factories of one cluster.
@@ -103,6 +117,11 @@ func (c *Cluster) Kube(scope Scope) kubeinformers.SharedInformerFactory {
 		kubeinformers.WithTweakListOptions(scope.tweak),
 		kubeinformers.WithTransform(scope.transform()),
 	)
+	if scope.KeepPod != nil {
+		// The factory's pod informer is the filtering one from the start,
+		// whoever asks for pods.
+		f.InformerFor(&corev1.Pod{}, scope.keptPodInformer)
+	}
 	c.kubeSets[scope.key()] = f
 	return f
 }
@@ -112,8 +131,11 @@ func (c *Cluster) Kube(scope Scope) kubeinformers.SharedInformerFactory {
 // indexes they use. It suits a scope that caches many pods and never lists
 // them by namespace, where the index would cost about as much as the pods.
 // It is the pod informer of scope's factory, so ask for it before anything
-// else asks that factory for pods.
+// else asks that factory for pods. Not for a scope with KeepPod.
 func (c *Cluster) PodsWithoutIndexes(scope Scope) cache.SharedIndexInformer {
+	if scope.KeepPod != nil {
+		panic(fmt.Sprintf("informers: PodsWithoutIndexes of scope %v, which filters pods", scope))
+	}
 	return c.Kube(scope).InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return coreinformers.NewFilteredPodInformer(client, scope.Namespace, resync, cache.Indexers{}, scope.tweak)
 	})
@@ -198,6 +220,9 @@ func (c *Cluster) Shutdown() {
 func mustBeNamed(scope Scope) {
 	if scope.Slim != nil && scope.SlimName == "" {
 		panic(fmt.Sprintf("informers: scope %v has a Slim function without a SlimName", scope))
+	}
+	if scope.KeepPod != nil && scope.KeepPodName == "" {
+		panic(fmt.Sprintf("informers: scope %v has a KeepPod function without a KeepPodName", scope))
 	}
 }
 

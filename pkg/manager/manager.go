@@ -8,6 +8,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,9 +21,9 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
 	"github.com/kubeocean/kubeocean/pkg/manager/connectivity"
 	"github.com/kubeocean/kubeocean/pkg/manager/csrapproval"
+	"github.com/kubeocean/kubeocean/pkg/manager/secretwatch"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
-	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 	"github.com/kubeocean/kubeocean/pkg/serving"
 	"github.com/kubeocean/kubeocean/pkg/syncer"
 )
@@ -57,7 +58,9 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	}
 	virtual := informers.NewCluster("virtual", p.Kube, ocean, 0)
 	bindings := virtual.Kubeocean(informers.Scope{}).Kubeocean().V1alpha1().ClusterBindings()
-	secrets := virtual.Kube(informers.Scope{Slim: clusterbinding.SlimSecret, SlimName: "kubeconfig-secrets"}).Core().V1().Secrets()
+	// Only the kubeconfig Secrets the bindings reference, each watched on
+	// its own; the binding controller says which.
+	secrets := secretwatch.New(p.Kube)
 
 	// The runners report to the controller, which is built after them.
 	var bindingController *clusterbinding.Controller
@@ -66,7 +69,10 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	if err != nil {
 		return nil, err
 	}
-	checker := connectivity.New(remotecluster.SecretsFromLister(secrets.Lister()), connectivity.Options{
+	getSecret := func(_ context.Context, namespace, name string) (*corev1.Secret, error) {
+		return secrets.Get(namespace, name)
+	}
+	checker := connectivity.New(getSecret, connectivity.Options{
 		QPS: checkQPS, Burst: checkBurst, UserAgent: Component,
 		Build: func(config *rest.Config) (kubernetes.Interface, error) {
 			p.Requests.Wrap(config, "physical")
@@ -97,6 +103,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	}})
 	return append(runnables,
 		app.ControllerRunnable(bindingController.Controller, opts.Workers),
+		app.Runnable{Name: "kubeconfig-secrets", Run: secrets.Run},
 		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
 			// Started with the context that ends when any runnable fails, so
 			// that Shutdown below has informers that stop to wait for.

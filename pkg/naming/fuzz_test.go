@@ -9,11 +9,16 @@ import (
 
 // FuzzVirtualNodeName: for any cluster ID and physical node name the API
 // accepts, the virtual node name is a valid node name and a valid label
-// value (it is the virtual node's hostname label), and stays the same.
+// value (it is the virtual node's hostname label), stays the same, and
+// begins with VirtualNodeNamePrefix (the syncer caches only the virtual pods
+// bound to nodes with it).
 func FuzzVirtualNodeName(f *testing.F) {
 	f.Add("cls-1", "worker-a")
 	f.Add("cls-1", strings.Repeat("n", 253))
 	f.Add("c", "ip-10-0-0-1.eu-west-1.compute.internal")
+	f.Add(strings.Repeat("c", 24), strings.Repeat("n", 40))
+	f.Add(strings.Repeat("c", 23), strings.Repeat("n", 40))
+	f.Add("cls-1", strings.Repeat("a", 20)+"."+strings.Repeat("b", 40))
 	f.Fuzz(func(t *testing.T, clusterID, physical string) {
 		if len(validation.IsDNS1123Label(clusterID)) > 0 || len(clusterID) > 24 || len(validation.IsDNS1123Subdomain(physical)) > 0 {
 			return
@@ -27,6 +32,9 @@ func FuzzVirtualNodeName(f *testing.F) {
 		}
 		if again := VirtualNodeName(clusterID, physical); again != name {
 			t.Fatalf("not stable: %q then %q", name, again)
+		}
+		if prefix := VirtualNodeNamePrefix(clusterID); !strings.HasPrefix(name, prefix) {
+			t.Fatalf("VirtualNodeName(%q, %q) = %q does not begin with %q", clusterID, physical, name, prefix)
 		}
 	})
 }

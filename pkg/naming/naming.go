@@ -42,6 +42,21 @@ func VirtualNodeName(clusterID, physicalNode string) string {
 	return PhysicalName(clusterID, name)
 }
 
+// VirtualNodeNamePrefix begins the name of every virtual node of clusterID
+// (VirtualNodeName), hashed or not; a name with it may also be a node of a
+// cluster ID that extends clusterID ("a" and "a-b"), so it narrows what to
+// look at, and the node's labels decide. The readable part a hashed name
+// keeps holds "vnode-<clusterID>-" whenever that fits in it, which it does
+// for cluster IDs of up to 23 characters; for longer ones the prefix is cut
+// to what the readable part keeps.
+func VirtualNodeNamePrefix(clusterID string) string {
+	prefix := "vnode-" + clusterID + "-"
+	if len(prefix) > physicalNamePrefixLength {
+		prefix = prefix[:physicalNamePrefixLength]
+	}
+	return prefix
+}
+
 func hashOf(s string) string {
 	sum := md5.Sum([]byte(s))
 	return hex.EncodeToString(sum[:])

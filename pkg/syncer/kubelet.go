@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
-	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/kubeletapi"
 )
@@ -168,7 +167,7 @@ func kubeletAPI(e *syncerEnv) (*kubeletapi.Server, *kubeletapi.Endpoints, error)
 	server, err := kubeletapi.New(kubeletapi.Options{
 		BindAddress: o.BindAddress, Endpoints: endpoints, Auth: auth, Certificate: cert,
 		MountNamespace: mount, VirtualNodes: virtualNodes,
-		VirtualPods:  e.virtualInformers.Kube(informers.Scope{}).Core().V1().Pods().Lister(),
+		VirtualPods:  e.virtualInformers.Kube(virtualPodScope(clusterID)).Core().V1().Pods().Lister(),
 		PhysicalPods: e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), mount)).Core().V1().Pods().Lister(),
 		Physical:     e.physical.Kube, PhysicalConfig: streamingConfig(e.physicalConfig),
 		StatsEnabled: o.NodeStats, Metrics: metrics,

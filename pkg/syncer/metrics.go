@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // bindingCollector reports what one binding lends and runs, read from the
@@ -13,14 +14,18 @@ import (
 type bindingCollector struct {
 	virtualNodes corelisters.NodeLister // this binding's virtual nodes
 	physicalPods corelisters.PodLister  // this binding's physical pods
+	virtualPods  cache.Store            // the virtual pods the syncer caches
 	nodes, lent  *prometheus.Desc
-	pods         *prometheus.Desc
+	pods, cached *prometheus.Desc
 }
 
-func newBindingCollector(binding string, virtualNodes corelisters.NodeLister, physicalPods corelisters.PodLister) *bindingCollector {
+func newBindingCollector(binding string, virtualNodes corelisters.NodeLister, physicalPods corelisters.PodLister, virtualPods cache.Store) *bindingCollector {
 	constLabels := prometheus.Labels{"binding": binding}
 	return &bindingCollector{
-		virtualNodes: virtualNodes, physicalPods: physicalPods,
+		virtualNodes: virtualNodes, physicalPods: physicalPods, virtualPods: virtualPods,
+		cached: prometheus.NewDesc("kubeocean_binding_virtual_pods_cached",
+			"Virtual pods the binding's syncer holds in its cache: those bound to nodes named like its virtual nodes. Pods elsewhere in the virtual cluster are dropped as they arrive.",
+			nil, constLabels),
 		nodes: prometheus.NewDesc("kubeocean_binding_virtual_nodes",
 			"Virtual nodes of the binding, by their Ready condition (True, False, Unknown).", []string{"ready"}, constLabels),
 		lent: prometheus.NewDesc("kubeocean_binding_lent_capacity",
@@ -35,9 +40,11 @@ func (c *bindingCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.nodes
 	ch <- c.lent
 	ch <- c.pods
+	ch <- c.cached
 }
 
 func (c *bindingCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.cached, prometheus.GaugeValue, float64(len(c.virtualPods.ListKeys())))
 	nodes, err := c.virtualNodes.List(labels.Everything())
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.nodes, err)

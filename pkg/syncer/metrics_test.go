@@ -31,7 +31,11 @@ func TestBindingCollector(t *testing.T) {
 		_ = pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "m", Name: string(rune('a' + i))}, Status: corev1.PodStatus{Phase: phase}})
 	}
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(newBindingCollector("worker-1", corelisters.NewNodeLister(nodes), corelisters.NewPodLister(pods)))
+	virtualPods := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for _, name := range []string{"a", "b"} {
+		_ = virtualPods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name}})
+	}
+	registry.MustRegister(newBindingCollector("worker-1", corelisters.NewNodeLister(nodes), corelisters.NewPodLister(pods), virtualPods))
 	want := `
 # HELP kubeocean_binding_lent_capacity What the binding's virtual nodes offer (their allocatable), summed, by resource: cores for cpu, bytes for memory and storage, a count otherwise.
 # TYPE kubeocean_binding_lent_capacity gauge
@@ -49,13 +53,16 @@ kubeocean_binding_pods{binding="worker-1",phase="Succeeded"} 0
 kubeocean_binding_virtual_nodes{binding="worker-1",ready="False"} 1
 kubeocean_binding_virtual_nodes{binding="worker-1",ready="True"} 1
 kubeocean_binding_virtual_nodes{binding="worker-1",ready="Unknown"} 1
+# HELP kubeocean_binding_virtual_pods_cached Virtual pods the binding's syncer holds in its cache: those bound to nodes named like its virtual nodes. Pods elsewhere in the virtual cluster are dropped as they arrive.
+# TYPE kubeocean_binding_virtual_pods_cached gauge
+kubeocean_binding_virtual_pods_cached{binding="worker-1"} 2
 `
 	if err := testutil.GatherAndCompare(registry, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
 	}
 	// A second binding in the same process (in-process mode) registers
 	// beside the first.
-	if err := registry.Register(newBindingCollector("worker-2", corelisters.NewNodeLister(nodes), corelisters.NewPodLister(pods))); err != nil {
+	if err := registry.Register(newBindingCollector("worker-2", corelisters.NewNodeLister(nodes), corelisters.NewPodLister(pods), virtualPods)); err != nil {
 		t.Fatalf("a second binding's collector: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -9,6 +10,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/resources"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
@@ -20,6 +22,23 @@ import (
 // selector can say it) and slimmed to what the controllers read (nodes,
 // foreign pods), so memory follows what Kubeocean manages rather than the
 // cluster's size.
+
+// virtualPodScope selects the virtual pods this binding may run: those
+// bound to a node named like its virtual nodes (naming.VirtualNodeNamePrefix),
+// kept whole. Every other pod of the virtual cluster (pending, on the
+// cluster's own nodes, on another binding's virtual nodes) is dropped as
+// it is decoded, so a syncer's memory does not grow with them. A pod comes
+// into the cache when it is bound to one of these nodes; spec.nodeName
+// never changes after that, so a pod kept stays kept until it is deleted.
+// Whether the node is really one of the binding's is for the controllers
+// to check, as before (a node of cluster ID "a-b" has the prefix of "a").
+func virtualPodScope(clusterID string) informers.Scope {
+	prefix := naming.VirtualNodeNamePrefix(clusterID)
+	return informers.Scope{
+		KeepPod:     func(p *corev1.Pod) bool { return strings.HasPrefix(p.Spec.NodeName, prefix) },
+		KeepPodName: "on-" + prefix + "*",
+	}
+}
 
 func bindingScope(bindingName string) informers.Scope {
 	return informers.Scope{FieldSelector: "metadata.name=" + bindingName}

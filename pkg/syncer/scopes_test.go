@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +9,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 )
 
@@ -149,5 +151,27 @@ func TestDropTokenValues(t *testing.T) {
 	}
 	if string(copied.Data["password"]) != "p" {
 		t.Errorf("copied Secret cached with %q, want it whole", copied.Data)
+	}
+}
+
+func TestVirtualPodScopeKeepsPodsOnTheBindingsVirtualNodes(t *testing.T) {
+	scope := virtualPodScope("cls-a")
+	on := func(node string) *corev1.Pod { return &corev1.Pod{Spec: corev1.PodSpec{NodeName: node}} }
+	for _, node := range []string{
+		naming.VirtualNodeName("cls-a", "node-1"),
+		naming.VirtualNodeName("cls-a", strings.Repeat("n", 100)), // hashed
+		naming.VirtualNodeName("cls-a-b", "node-1"),               // another binding's, checked by the controllers
+	} {
+		if !scope.KeepPod(on(node)) {
+			t.Errorf("a pod on %q is dropped", node)
+		}
+	}
+	for _, node := range []string{"", "worker-1", naming.VirtualNodeName("cls-b", "node-1"), "vnode-cls-a", "x-vnode-cls-a-node-1"} {
+		if scope.KeepPod(on(node)) {
+			t.Errorf("a pod on %q is kept", node)
+		}
+	}
+	if virtualPodScope("cls-a").KeepPodName == virtualPodScope("cls-b").KeepPodName {
+		t.Error("two bindings' scopes must not share a factory")
 	}
 }

@@ -265,7 +265,7 @@ func physicalClients(ctx context.Context, p *app.Process, binding *kubeoceanv1al
 // the controllers already asked for, and returns them for unregistering
 // when the syncer stops.
 func (e *syncerEnv) bindingMetrics() ([]prometheus.Collector, error) {
-	virtualPods := e.virtualInformers.Kube(informers.Scope{}).Core().V1().Pods()
+	virtualPods := e.virtualInformers.Kube(virtualPodScope(e.binding.Spec.ClusterID)).Core().V1().Pods()
 	physicalPods := e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods()
 	virtualNodes := e.virtualInformers.Kube(ownedScope(e.binding.Spec.ClusterID, "")).Core().V1().Nodes().Lister()
 	latency := newSyncLatency(e.binding.Name, virtualPods.Lister(), physicalPods.Lister(), virtualNodes)
@@ -275,7 +275,7 @@ func (e *syncerEnv) bindingMetrics() ([]prometheus.Collector, error) {
 	if _, err := virtualPods.Informer().AddEventHandler(latency.virtualHandler()); err != nil {
 		return nil, err
 	}
-	collectors := append(latency.collectors(), newBindingCollector(e.binding.Name, virtualNodes, physicalPods.Lister()))
+	collectors := append(latency.collectors(), newBindingCollector(e.binding.Name, virtualNodes, physicalPods.Lister(), virtualPods.Informer().GetStore()))
 	for i, c := range collectors {
 		if err := e.process.Registry.Register(c); err != nil {
 			for _, registered := range collectors[:i] {

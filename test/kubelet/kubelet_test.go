@@ -269,8 +269,9 @@ func TestKubeletAPI(t *testing.T) {
 		if code, body := direct(t, url, token); code != http.StatusForbidden || !strings.Contains(body, "subresource=proxy") {
 			t.Errorf("reader directly: %d %s, want 403 on nodes/proxy", code, body)
 		}
-		// Pods the syncer does not serve: on another node, not created in
-		// the physical cluster yet, or a container the pod does not have.
+		// Pods the syncer does not serve: on another node (which it does
+		// not even cache), not created in the physical cluster yet, or a
+		// container the pod does not have.
 		runPod(t, w, "team-a", "elsewhere", "some-other-node", func(p *corev1.Pod) {})
 		runPod(t, w, "team-a", "waiting", vnode, func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -278,7 +279,7 @@ func TestKubeletAPI(t *testing.T) {
 		})
 		adminToken := virtualCluster.Config().BearerToken
 		for path, want := range map[string]string{
-			"team-a/elsewhere/app": "does not run on node " + vnode,
+			"team-a/elsewhere/app": "not found on node " + vnode,
 			"team-a/waiting/app":   "has not been created in the physical cluster yet",
 			"team-a/web/db":        "container db is not valid",
 			"team-a/ghost/app":     "not found",

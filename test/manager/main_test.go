@@ -17,7 +17,19 @@ import (
 
 var virtualCluster, physicalCluster *controlplane.Cluster
 
+// secretsAuditPolicy logs who lists and watches Secrets in the virtual
+// cluster, and how (see TestManagerCachesOnlyWhatItsBindingsUse).
+var secretsAuditPolicy = []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["list", "watch"]
+  resources: [{group: "", resources: ["secrets"]}]
+- level: None
+`)
+
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, controlplane.Options{ControllerManager: true}, controlplane.Options{Kwok: true},
+	os.Exit(testenv.Main(m, controlplane.Options{ControllerManager: true, AuditPolicy: secretsAuditPolicy}, controlplane.Options{Kwok: true},
 		func(v, p *controlplane.Cluster) { virtualCluster, physicalCluster = v, p }))
 }

@@ -205,7 +205,7 @@ func (c *Controller) persistBackoff(ctx context.Context, b *kubeoceanv1alpha1.Cl
 // says why there is none, so that any change to the Secret shows.
 func (c *Controller) kubeconfigHash(b *kubeoceanv1alpha1.ClusterBinding) string {
 	ref := b.Spec.SecretRef
-	secret, err := c.secrets.Secrets(ref.Namespace).Get(ref.Name)
+	secret, err := c.secrets.Get(ref.Namespace, ref.Name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "absent"

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	corev1informers "k8s.io/client-go/informers/core/v1"
-	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -24,7 +24,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/manager/connectivity"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
-	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 )
 
 // ControllerName names the controller, its queue and its metrics.
@@ -57,9 +56,9 @@ type Options struct {
 	// Bindings is an informer on every ClusterBinding; New adds its
 	// indexes, so it must not have started.
 	Bindings kubeoceaninformers.ClusterBindingInformer
-	// Secrets is an informer on the virtual cluster's Secrets, ideally
-	// slimmed with SlimSecret.
-	Secrets corev1informers.SecretInformer
+	// Secrets caches the Secrets the bindings reference; the controller
+	// tells it which (*secretwatch.Watches).
+	Secrets Secrets
 	// Checker checks the physical clusters.
 	Checker Checker
 	// Syncers runs the syncers.
@@ -77,6 +76,21 @@ type Options struct {
 	Clock clock.WithTicker
 }
 
+// Secrets caches the kubeconfig Secrets the bindings reference, and only
+// them; *secretwatch.Watches is the implementation.
+type Secrets interface {
+	// AddEventHandler registers events on every Secret watched, and synced,
+	// called with a Secret's key once its watch has synced.
+	AddEventHandler(events cache.ResourceEventHandler, synced func(cache.ObjectName)) error
+	// Watch makes keys the Secrets watched, and no others.
+	Watch(keys []cache.ObjectName)
+	// Synced tells whether the Secret key is watched and synced.
+	Synced(key cache.ObjectName) bool
+	// Get returns a watched Secret; a NotFound error when it does not
+	// exist.
+	Get(namespace, name string) (*corev1.Secret, error)
+}
+
 // Controller reconciles ClusterBindings, keyed by name.
 type Controller struct {
 	*controller.Controller[string]
@@ -84,7 +98,10 @@ type Controller struct {
 	client   kubeoceanv1alpha1client.ClusterBindingsGetter
 	bindings kubeoceanlisters.ClusterBindingLister
 	index    cache.Indexer
-	secrets  corev1listers.SecretLister
+	secrets  Secrets
+	// watching serializes the updates of the Secrets watched, so that the
+	// last one made is from the latest binding cache.
+	watching sync.Mutex
 	checker  Checker
 	syncers  syncers.Runner
 	recorder record.EventRecorder
@@ -112,7 +129,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		client: opts.Client, bindings: opts.Bindings.Lister(), index: bindingInformer.GetIndexer(),
-		secrets: opts.Secrets.Lister(), checker: opts.Checker, syncers: opts.Syncers, recorder: opts.Recorder,
+		secrets: opts.Secrets, checker: opts.Checker, syncers: opts.Syncers, recorder: opts.Recorder,
 		clock: opts.Clock, recheck: opts.RecheckInterval, records: newConnRecords(),
 	}
 	metrics, err := newMetrics(opts.Registry, c.bindings, opts.Syncers)
@@ -131,7 +148,13 @@ func New(opts Options) (*Controller, error) {
 	if err := c.Watch(bindingInformer, bindingHandler(c.index, c.Enqueue)); err != nil {
 		return nil, err
 	}
-	if err := c.Watch(opts.Secrets.Informer(), secretHandler(c.index, c.Enqueue)); err != nil {
+	secrets := secretHandler(c.index, c.Enqueue)
+	synced := func(key cache.ObjectName) {
+		for _, name := range secrets.Keys(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}) {
+			c.Enqueue(name)
+		}
+	}
+	if err := opts.Secrets.AddEventHandler(secrets, synced); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -211,8 +234,22 @@ func bindingHandler(index cache.Indexer, enqueue func(string)) controller.Handle
 	}
 }
 
-// secretHandler maps a Secret to the bindings that reference it; a Secret
-// that no binding references costs one index lookup.
+// watchSecrets makes the Secrets the bindings reference, and no others, the
+// Secrets watched.
+func (c *Controller) watchSecrets() {
+	c.watching.Lock()
+	defer c.watching.Unlock()
+	values := c.index.ListIndexFuncValues(secretIndex)
+	keys := make([]cache.ObjectName, 0, len(values))
+	for _, value := range values {
+		if key, err := cache.ParseObjectName(value); err == nil {
+			keys = append(keys, key)
+		}
+	}
+	c.secrets.Watch(keys)
+}
+
+// secretHandler maps a Secret to the bindings that reference it.
 func secretHandler(index cache.Indexer, enqueue func(string)) controller.Handler[*corev1.Secret, string] {
 	return controller.Handler[*corev1.Secret, string]{
 		Enqueue: enqueue,
@@ -230,20 +267,4 @@ func secretHandler(index cache.Indexer, enqueue func(string)) controller.Handler
 			return !maps.EqualFunc(oldS.Data, newS.Data, slices.Equal[[]byte])
 		},
 	}
-}
-
-// SlimSecret is a transform for the Secret informer: it keeps whole only
-// the Secrets that hold a kubeconfig and drops the data and annotations of
-// the others, so the cache grows with the kubeconfig Secrets rather than
-// with every Secret of the virtual cluster.
-func SlimSecret(obj any) (any, error) {
-	secret, ok := obj.(*corev1.Secret)
-	if !ok {
-		return obj, nil
-	}
-	if _, ok := secret.Data[remotecluster.KubeconfigKey]; ok {
-		return secret, nil
-	}
-	secret.Data, secret.StringData, secret.Annotations = nil, nil, nil
-	return secret, nil
 }

@@ -13,9 +13,11 @@
 //     binding or the Secret to change; an unreachable cluster or missing
 //     permissions is Failed and retried with backoff 30s, 60s, ... 5m, the
 //     count kept in the annotation kubeocean.io/connect-backoff so that it
-//     survives restarts. A changed Secret is noticed at once: Secrets are
-//     watched and mapped to the bindings that reference them. A connected
-//     binding is checked again every few minutes;
+//     survives restarts. A changed Secret is noticed at once: each Secret a
+//     binding references is watched on its own, by name (package
+//     secretwatch), and no other Secret is; its events are mapped to the
+//     bindings that reference it. A connected binding is checked again
+//     every few minutes;
 //  4. runs its syncer (package syncers, as a Deployment or in-process) and
 //     reports it in the SyncerReady condition. The binding is Ready once its
 //     syncer is. A failing check never stops a syncer that runs: only

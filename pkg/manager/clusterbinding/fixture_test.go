@@ -2,16 +2,18 @@ package clusterbinding
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -104,6 +106,7 @@ type fixture struct {
 	client   *fake.Clientset
 	bindings cache.Indexer
 	secrets  cache.Indexer
+	watches  *fakeSecrets
 	checker  *fakeChecker
 	runner   *fakeRunner
 	recorder *record.FakeRecorder
@@ -137,18 +140,55 @@ func newFixture(t *testing.T, bindings []*kubeoceanv1alpha1.ClusterBinding, secr
 func (f *fixture) newController() *Controller {
 	f.t.Helper()
 	oceanFactory := kubeoceaninformerfactory.NewSharedInformerFactory(f.client, 0)
-	kubeFactory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
 	bindingInformer := oceanFactory.Kubeocean().V1alpha1().ClusterBindings()
-	secretInformer := kubeFactory.Core().V1().Secrets()
+	f.watches = &fakeSecrets{Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), unsynced: map[cache.ObjectName]bool{}}
 	c, err := New(Options{
-		Client: f.client.KubeoceanV1alpha1(), Bindings: bindingInformer, Secrets: secretInformer,
+		Client: f.client.KubeoceanV1alpha1(), Bindings: bindingInformer, Secrets: f.watches,
 		Checker: f.checker, Syncers: f.runner, Recorder: f.recorder, Clock: f.clock,
 	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.bindings, f.secrets = bindingInformer.Informer().GetIndexer(), secretInformer.Informer().GetIndexer()
+	f.bindings, f.secrets = bindingInformer.Informer().GetIndexer(), f.watches.Indexer
 	return c
+}
+
+// fakeSecrets stands for the Secret watches: Secrets are added to its
+// indexer by hand; every Secret watched is synced unless listed unsynced.
+type fakeSecrets struct {
+	cache.Indexer
+	watched  []cache.ObjectName
+	unsynced map[cache.ObjectName]bool
+	events   cache.ResourceEventHandler
+	synced   func(cache.ObjectName)
+}
+
+func (s *fakeSecrets) AddEventHandler(events cache.ResourceEventHandler, synced func(cache.ObjectName)) error {
+	s.events, s.synced = events, synced
+	return nil
+}
+
+func (s *fakeSecrets) Watch(keys []cache.ObjectName) {
+	s.watched = slices.Clone(keys)
+	slices.SortFunc(s.watched, func(a, b cache.ObjectName) int { return strings.Compare(a.String(), b.String()) })
+}
+
+func (s *fakeSecrets) Synced(key cache.ObjectName) bool {
+	return slices.Contains(s.watched, key) && !s.unsynced[key]
+}
+
+func (s *fakeSecrets) Get(namespace, name string) (*corev1.Secret, error) {
+	if !s.Synced(cache.ObjectName{Namespace: namespace, Name: name}) {
+		return nil, fmt.Errorf("secret %s/%s is not watched yet", namespace, name)
+	}
+	obj, exists, err := s.GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(corev1.Resource("secrets"), name)
+	}
+	return obj.(*corev1.Secret), nil
 }
 
 func (f *fixture) mustAdd(indexer cache.Indexer, obj any) {
@@ -233,4 +273,11 @@ func verbs(actions []clienttesting.Action) []string {
 		got = append(got, verb)
 	}
 	return got
+}
+
+func (f *fixture) mustUpdate(obj any) {
+	f.t.Helper()
+	if err := f.bindings.Update(obj); err != nil {
+		f.t.Fatal(err)
+	}
 }

@@ -278,18 +278,3 @@ func TestSecretHandler(t *testing.T) {
 		})
 	}
 }
-
-func TestSlimSecret(t *testing.T) {
-	kubeconfig := kubeconfigSecret(newBinding("a", "a"), "config")
-	other := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "tls", Annotations: map[string]string{"big": "annotation"}},
-		Data:       map[string][]byte{"tls.crt": []byte("...")},
-	}
-	if got, _ := SlimSecret(kubeconfig.DeepCopy()); len(got.(*corev1.Secret).Data["kubeconfig"]) == 0 {
-		t.Error("a kubeconfig Secret lost its data")
-	}
-	got, _ := SlimSecret(other)
-	if s := got.(*corev1.Secret); s.Data != nil || s.Annotations != nil || s.Name != "tls" {
-		t.Errorf("other Secret kept = %+v", s)
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -16,6 +17,10 @@ import (
 )
 
 const managerFinalizer = kubeoceanv1alpha1.FinalizerClusterBindingManager
+
+// secretWatchWait is when a binding whose Secret's watch has not synced is
+// looked at again, should the sync not bring it back first.
+const secretWatchWait = 5 * time.Second
 
 // minRequeue keeps a requeue computed from times that just passed from
 // becoming a hot loop.
@@ -25,6 +30,9 @@ const minRequeue = time.Second
 // finalizer, then Pending, then checks and syncer; a deleted binding is
 // unbound.
 func (c *Controller) reconcile(ctx context.Context, name string) (controller.Result, error) {
+	// A binding that came, went or changed its Secret changes the Secrets
+	// to watch.
+	c.watchSecrets()
 	b, err := c.bindings.Get(name)
 	if apierrors.IsNotFound(err) {
 		return controller.Result{}, c.forgetGone(ctx, name)
@@ -63,6 +71,18 @@ func (c *Controller) addFinalizer(ctx context.Context, b *kubeoceanv1alpha1.Clus
 	return nil
 }
 
+// secretWatched tells whether the watch of the binding's Secret has
+// synced. Until then it is not known whether the Secret exists: the
+// binding waits for the sync, which brings it back, rather than say so.
+func (c *Controller) secretWatched(ctx context.Context, b *kubeoceanv1alpha1.ClusterBinding) bool {
+	secret := cache.ObjectName{Namespace: b.Spec.SecretRef.Namespace, Name: b.Spec.SecretRef.Name}
+	if c.secrets.Synced(secret) {
+		return true
+	}
+	klog.FromContext(ctx).V(4).Info("Waiting for the watch of the kubeconfig Secret", "secret", secret)
+	return false
+}
+
 // sync validates, checks and runs the syncer of a live binding, then
 // writes what it found.
 func (c *Controller) sync(ctx context.Context, b *kubeoceanv1alpha1.ClusterBinding) (controller.Result, error) {
@@ -70,6 +90,9 @@ func (c *Controller) sync(ctx context.Context, b *kubeoceanv1alpha1.ClusterBindi
 	if invalid := c.validate(b); invalid != nil {
 		obs.invalid = invalid
 	} else {
+		if !c.secretWatched(ctx, b) {
+			return controller.RequeueAfter(secretWatchWait), nil
+		}
 		hash := c.kubeconfigHash(b)
 		obs.conn = c.connect(ctx, b, hash)
 		if obs.conn.failure == nil {

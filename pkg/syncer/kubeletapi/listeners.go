@@ -75,8 +75,8 @@ type Options struct {
 	// MountNamespace holds the binding's physical pods.
 	MountNamespace string
 	// VirtualNodes are the binding's virtual nodes (label-scoped);
-	// VirtualPods the virtual cluster's pods; PhysicalPods the binding's
-	// physical pods.
+	// VirtualPods the virtual cluster's pods (at least those on the
+	// binding's virtual nodes); PhysicalPods the binding's physical pods.
 	VirtualNodes corev1informers.NodeInformer
 	VirtualPods  corelisters.PodLister
 	PhysicalPods corelisters.PodLister

@@ -47,7 +47,9 @@ type resolver struct {
 func (r *resolver) pod(node, namespace, name, container string) (physicalPod, error) {
 	pod, err := r.virtualPods.Pods(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		return physicalPod{}, notFound("pod %s/%s not found", namespace, name)
+		// The cache holds only the pods on the binding's virtual nodes: a
+		// pod elsewhere is not found either.
+		return physicalPod{}, notFound("pod %s/%s not found on node %s", namespace, name, node)
 	}
 	if err != nil {
 		return physicalPod{}, err

@@ -124,7 +124,7 @@ func TestContainerLogs(t *testing.T) {
 	}{
 		{"anonymous", "/containerLogs/a/web/app", "", http.StatusUnauthorized, "Unauthorized"},
 		{"not allowed", "/containerLogs/a/web/app", "nobody", http.StatusForbidden, "subresource=proxy"},
-		{"unknown pod", "/containerLogs/a/nope/app", "admin", http.StatusNotFound, "pod a/nope not found"},
+		{"unknown pod", "/containerLogs/a/nope/app", "admin", http.StatusNotFound, "pod a/nope not found on node "},
 		{"another node", "/containerLogs/a/elsewhere/app", "admin", http.StatusNotFound, "does not run on node " + testNode},
 		{"not created yet", "/containerLogs/a/pending/app", "admin", http.StatusNotFound, "not been created in the physical cluster yet"},
 		{"mapped, not in the physical cache", "/containerLogs/a/created-not-yet/app", "admin", http.StatusNotFound, "not been created in the physical cluster yet"},

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -76,14 +77,16 @@ func WaitUntil(ctx context.Context, start time.Time, timeout time.Duration, what
 }
 
 // Bind creates the kubeconfig Secret and a ClusterBinding for the physical
-// cluster, and the mount namespace there.
+// cluster, and the mount namespace there (namespaces that exist already,
+// from an earlier binding, are fine).
 func Bind(ctx context.Context, virtual, physical *controlplane.Cluster, name, clusterID, mount string) error {
 	vkube, pkube := virtual.Clientset(), physical.Clientset()
 	for _, ns := range []struct {
 		kube kubernetes.Interface
 		name string
 	}{{vkube, "kubeocean-system"}, {pkube, mount}} {
-		if _, err := ns.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}}, metav1.CreateOptions{}); err != nil {
+		_, err := ns.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
@@ -152,6 +155,26 @@ func StartSyncerWithEnv(binary string, virtual *controlplane.Cluster, binding st
 	}
 	go func() { _ = s.cmd.Wait(); logFile.Close(); close(s.done) }()
 	Logf("syncer running as pid %d, log %s", s.cmd.Process.Pid, s.LogPath)
+	return s, nil
+}
+
+// StartManager runs the kubeocean-manager binary against the virtual
+// cluster, logging to a file in the cluster's folder; the Syncer it
+// returns measures it like a syncer.
+func StartManager(binary string, virtual *controlplane.Cluster, args ...string) (*Syncer, error) {
+	s := &Syncer{LogPath: filepath.Join(virtual.Dir, "kubeocean-manager.log"), done: make(chan struct{})}
+	logFile, err := os.Create(s.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	s.cmd = exec.Command(binary, append([]string{"--kubeconfig=" + virtual.KubeconfigPath}, args...)...)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", binary, err)
+	}
+	go func() { _ = s.cmd.Wait(); logFile.Close(); close(s.done) }()
+	Logf("manager running as pid %d, log %s", s.cmd.Process.Pid, s.LogPath)
 	return s, nil
 }
 

@@ -1,6 +1,8 @@
 package benchenv
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/prometheus/common/expfmt"
@@ -44,4 +46,48 @@ func DiffRequests(before, after map[string]float64) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// ScrapeGauges reads the gauge name from a Kubeocean binary's metrics
+// address, one value per series (by its labels, as text).
+func ScrapeGauges(metricsAddr, name string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, m := range families[name].GetMetric() {
+		out[fmt.Sprint(m.GetLabel())] = m.GetGauge().GetValue()
+	}
+	return out, nil
+}
+
+// LiveHeap is the heap in use, in bytes, of a Kubeocean binary run with
+// --profiling, right after a garbage collection: what it holds, without
+// the garbage a reading at a random time includes.
+func LiveHeap(metricsAddr string) (float64, error) {
+	// ?gc=1 collects before the profile is taken.
+	resp, err := http.Get("http://" + metricsAddr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("/debug/pprof/heap: %s (run the binary with --profiling)", resp.Status)
+	}
+	gauges, err := ScrapeGauges(metricsAddr, "go_memstats_heap_inuse_bytes")
+	if err != nil {
+		return 0, err
+	}
+	for _, v := range gauges {
+		return v, nil
+	}
+	return 0, fmt.Errorf("%s shows no go_memstats_heap_inuse_bytes", metricsAddr)
 }

@@ -55,7 +55,8 @@ type Options struct {
 	ForeignPods cache.SharedIndexInformer
 	// VirtualNodes are this binding's virtual nodes (label-scoped).
 	VirtualNodes corev1informers.NodeInformer
-	// VirtualPods are the virtual cluster's pods, to drain virtual nodes.
+	// VirtualPods are the virtual cluster's pods, to drain virtual nodes:
+	// at least those bound to the binding's virtual nodes.
 	VirtualPods corev1informers.PodInformer
 
 	// PhysicalAnswers tells whether the physical apiserver answered lately

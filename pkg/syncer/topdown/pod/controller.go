@@ -73,8 +73,9 @@ type Options struct {
 	VirtualClient  VirtualClient
 	PhysicalClient PhysicalClient
 
-	// VirtualPods: all namespaces. The controller adds the PodsByNodeIndex
-	// index unless it is there.
+	// VirtualPods: all namespaces; at least every pod bound to one of the
+	// binding's virtual nodes (the syncer caches no others). The
+	// controller adds the PodsByNodeIndex index unless it is there.
 	VirtualPods corev1informers.PodInformer
 	// VirtualNodes: the binding's virtual nodes (kubeocean.io/managed-by=
 	// kubeocean,kubeocean.io/cluster-id=<ClusterID>); other nodes are

@@ -1,0 +1,98 @@
+package informers
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// keptPodInformer is the pod informer of a scope with KeepPod: list and
+// watch results are filtered on the client, before the informer, so that
+// the pods KeepPod refuses are decoded and dropped, never stored, indexed
+// or handed to a handler. It carries the namespace index the factory's own
+// pod informers carry.
+func (s Scope) keptPodInformer(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			s.tweak(&opts)
+			list, err := client.CoreV1().Pods(s.Namespace).List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			list.Items = slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return !s.KeepPod(&p) })
+			return list, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			s.tweak(&opts)
+			w, err := client.CoreV1().Pods(s.Namespace).Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return newKeptWatch(w, s.KeepPod), nil
+		},
+	}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{},
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: resync,
+			Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		})
+}
+
+// keptWatch passes on the events of the pods keep accepts, and every event
+// that is not about one pod (bookmarks, among them the end of a watch
+// list's initial events, and errors). A pod that starts to be kept arrives
+// as a modification of a pod the informer does not hold, which it adds.
+// Unlike watch.Filter, it never blocks once stopped.
+type keptWatch struct {
+	source   watch.Interface
+	keep     func(*corev1.Pod) bool
+	result   chan watch.Event
+	stopped  chan struct{}
+	stopOnce sync.Once
+}
+
+func newKeptWatch(source watch.Interface, keep func(*corev1.Pod) bool) *keptWatch {
+	w := &keptWatch{source: source, keep: keep, result: make(chan watch.Event), stopped: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+func (w *keptWatch) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *keptWatch) Stop() {
+	w.stopOnce.Do(func() {
+		close(w.stopped)
+		w.source.Stop()
+	})
+}
+
+func (w *keptWatch) loop() {
+	defer close(w.result)
+	for event := range w.source.ResultChan() {
+		if !w.kept(event) {
+			continue
+		}
+		select {
+		case w.result <- event:
+		case <-w.stopped:
+			return
+		}
+	}
+}
+
+func (w *keptWatch) kept(event watch.Event) bool {
+	switch event.Type {
+	case watch.Added, watch.Modified, watch.Deleted:
+		pod, ok := event.Object.(*corev1.Pod)
+		return !ok || w.keep(pod)
+	}
+	return true
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"text/tabwriter"
+	"time"
+)
+
+func printResults(cfg config, readings []footprint, podsRunning time.Duration, cpu map[string]float64) {
+	baseline, bound, pods, secrets := readings[0], readings[1], readings[2], readings[3]
+	per := func(from, to footprint, n float64) footprint {
+		return footprint{rssMiB: (to.rssMiB - from.rssMiB) / n, heapMiB: (to.heapMiB - from.heapMiB) / n,
+			cpuPercent: (to.cpuPercent - from.cpuPercent) / n}
+	}
+
+	fmt.Printf("\nkubeocean-manager, in-process syncers: %d bindings × %d lent nodes; %d pods on %d nodes of the virtual cluster's own; %d unrelated Secrets\n\n",
+		cfg.bindings, cfg.nodes, cfg.pods, cfg.ownNodes, cfg.secrets)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "at rest\tRSS MiB\tlive heap MiB\tCPU %\tvirtual pods cached\t")
+	for i, name := range []string{"no binding (baseline)", fmt.Sprintf("%d bindings", cfg.bindings),
+		fmt.Sprintf("+ %d unrelated pods", cfg.pods), fmt.Sprintf("+ %d unrelated Secrets", cfg.secrets)} {
+		f := readings[i]
+		cached := "n/a"
+		if f.cachedPods >= 0 {
+			cached = fmt.Sprintf("%.0f", f.cachedPods)
+		}
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%s\t\n", name, f.rssMiB, f.heapMiB, f.cpuPercent, cached)
+	}
+	for _, row := range []struct {
+		name string
+		f    footprint
+	}{
+		{fmt.Sprintf("per binding (%d lent nodes)", cfg.nodes), per(baseline, bound, float64(cfg.bindings))},
+		{"per 1,000 unrelated pods (target ≈ 0)", per(bound, pods, float64(cfg.pods)/1000)},
+		{"per 1,000 unrelated Secrets (target ≈ 0)", per(pods, secrets, float64(cfg.secrets)/1000)},
+	} {
+		fmt.Fprintf(w, "%s\t%+.2f\t%+.2f\t%+.2f\t\t\n", row.name, row.f.rssMiB, row.f.heapMiB, row.f.cpuPercent)
+	}
+	_ = w.Flush()
+
+	fmt.Printf("\n%d unrelated pods Running after %v; CPU seconds meanwhile:\n", cfg.pods, podsRunning.Round(time.Second))
+	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, name := range slices.Sorted(maps.Keys(cpu)) {
+		fmt.Fprintf(w, "%s\t%.1f\t\n", name, cpu[name])
+	}
+	_ = w.Flush()
+}
