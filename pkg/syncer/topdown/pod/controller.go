@@ -151,6 +151,7 @@ type Controller struct {
 	recorder        record.EventRecorder
 	clock           clock.WithTicker
 	created         createdPods
+	deleted         deletedPods
 	createdTokens   createdTokenSecrets
 	waiters         *waiters
 
@@ -302,9 +303,10 @@ func (c *Controller) registerHandlers(opts Options) error {
 			Enqueue: c.Enqueue, Keys: c.podsOnNode, Filter: c.isOurNode,
 			Changed: func(oldNode, newNode *corev1.Node) bool { return !maps.Equal(oldNode.Labels, newNode.Labels) },
 		}},
-		{"physical pod", opts.PhysicalPods.Informer(), controller.Handler[*corev1.Pod, cache.ObjectName]{
-			Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Pod], Filter: c.isManagedPod, Changed: physicalPodChanged,
-		}},
+		{"physical pod", opts.PhysicalPods.Informer(), recordDeletions{deleted: &c.deleted, clock: c.clock,
+			ResourceEventHandler: controller.Handler[*corev1.Pod, cache.ObjectName]{
+				Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Pod], Filter: c.isManagedPod, Changed: physicalPodChanged,
+			}}},
 		{"physical token secret", opts.PhysicalSecrets.Informer(), controller.Handler[*corev1.Secret, cache.ObjectName]{
 			Enqueue: c.Enqueue, Keys: c.tokenSecretKeys, Filter: c.isTokenSecret,
 		}},

@@ -48,6 +48,10 @@ func (c *Controller) deletePhysical(ctx context.Context, virtual *corev1.Pod, m 
 	// identity) is asked about live until it is gone.
 	cached := err == nil
 	if apierrors.IsNotFound(err) {
+		if m.uid != "" && c.deleted.seen(m.uid, c.clock.Now()) {
+			// The cache showed this very pod, then its deletion.
+			return true, nil
+		}
 		physical, err = c.physicalClient.Pods(m.namespace).Get(ctx, m.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil

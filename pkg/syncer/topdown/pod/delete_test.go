@@ -3,11 +3,13 @@ package pod
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -89,6 +91,38 @@ func TestDeletionPhysicalGoneAtOnce(t *testing.T) {
 	f.syncCaches()
 	f.mustReconcile()
 	assertWrites(t, f, "virtual delete pods")
+}
+
+// A physical pod whose deletion the cache delivered is gone: the virtual
+// pod is finished without asking the physical cluster. Only a deletion
+// the informer delivered counts, and only for a while.
+func TestDeletionSeenByTheCacheNeedsNoLiveRead(t *testing.T) {
+	for name, tc := range map[string]struct {
+		delivered bool
+		after     time.Duration
+		wantReads int
+	}{
+		"deletion delivered":              {delivered: true, wantReads: 0},
+		"no deletion delivered":           {wantReads: 1},
+		"deletion delivered long ago":     {delivered: true, after: deletedPodMemory + time.Second, wantReads: 1},
+		"deletion delivered a moment ago": {delivered: true, after: time.Second, wantReads: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			virtual := terminating(mapped(boundPod(), physicalUID), 30)
+			physical := physicalFor(virtual)
+			f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
+			if tc.delivered {
+				handler := recordDeletions{deleted: &f.controller.deleted, clock: f.clock, ResourceEventHandler: cache.ResourceEventHandlerFuncs{}}
+				handler.OnDelete(cache.DeletedFinalStateUnknown{Key: mountNS + "/" + physical.Name, Obj: physical})
+			}
+			f.clock.Step(tc.after)
+			f.mustReconcile()
+			assertWrites(t, f, "virtual delete pods")
+			if reads := actions(f.physicalKube, "get", "pods"); len(reads) != tc.wantReads {
+				t.Errorf("%d live reads of the physical pod, want %d", len(reads), tc.wantReads)
+			}
+		})
+	}
 }
 
 // The physical pod our cache has not seen yet is still found and deleted.

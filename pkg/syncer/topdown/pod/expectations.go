@@ -7,6 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
 // createdPodTimeout bounds how long a created physical pod may stay
@@ -120,4 +123,56 @@ func (e *createdTokenSecrets) observed(name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.secrets, name)
+}
+
+// deletedPodMemory is how long the deletion of a physical pod is
+// remembered: longer than any pass of its virtual pod takes to follow it.
+const deletedPodMemory = 5 * time.Minute
+
+// deletedPods remembers, by UID, the physical pods whose deletion the
+// physical pod informer delivered. A cache that showed a pod and then its
+// deletion is right that it is gone, so the virtual pod is finished
+// without a live read; only a pod the cache may not have seen yet is
+// asked about live.
+type deletedPods struct {
+	mu   sync.Mutex
+	uids map[types.UID]time.Time
+}
+
+// record remembers the deletion of the pod uid, seen now.
+func (d *deletedPods) record(uid types.UID, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.uids == nil {
+		d.uids = map[types.UID]time.Time{}
+	}
+	for seen, at := range d.uids {
+		if now.Sub(at) > deletedPodMemory {
+			delete(d.uids, seen)
+		}
+	}
+	d.uids[uid] = now
+}
+
+// seen tells whether the deletion of the pod uid was delivered lately.
+func (d *deletedPods) seen(uid types.UID, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.uids[uid]
+	return ok && now.Sub(at) <= deletedPodMemory
+}
+
+// recordDeletions records the deletions of physical pods before next
+// hears of them, so the pass next enqueues knows.
+type recordDeletions struct {
+	cache.ResourceEventHandler
+	deleted *deletedPods
+	clock   clock.PassiveClock
+}
+
+func (r recordDeletions) OnDelete(obj any) {
+	if pod, ok := controller.Unwrap[*corev1.Pod](obj); ok && pod.UID != "" {
+		r.deleted.record(pod.UID, r.clock.Now())
+	}
+	r.ResourceEventHandler.OnDelete(obj)
 }
