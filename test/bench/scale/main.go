@@ -14,6 +14,10 @@
 //     1,000, also about nothing (the manager watches only the referenced
 //     ones).
 //
+// --syncer=BINARY measures one kubeocean-syncer process instead, as a
+// syncer Deployment runs it: one binding (--bindings is ignored), no
+// baseline without a binding, and the same unrelated pods and Secrets.
+//
 // It also prints what the syncers' caches hold
 // (kubeocean_binding_virtual_pods_cached, summed) and the CPU seconds of
 // every process while the unrelated pods are created. Run it with
@@ -49,9 +53,12 @@ type config struct {
 	bindings, nodes, pods, ownNodes int
 	secrets                         int
 	managerBinary                   string
-	settle                          time.Duration
-	qps                             float32
-	burst                           int
+	// syncerBinary, when set, is measured alone for one binding
+	// (deployment mode) instead of the manager.
+	syncerBinary string
+	settle       time.Duration
+	qps          float32
+	burst        int
 }
 
 func main() {
@@ -62,11 +69,15 @@ func main() {
 	flag.IntVar(&cfg.secrets, "secrets", 1000, "Secrets no binding references (half of them kubeconfigs), created last")
 	flag.IntVar(&cfg.ownNodes, "own-nodes", 50, "kwok nodes of the virtual cluster's own, which run those pods")
 	flag.StringVar(&cfg.managerBinary, "manager", "bin/kubeocean-manager", "path of the kubeocean-manager binary")
+	flag.StringVar(&cfg.syncerBinary, "syncer", "", "path of a kubeocean-syncer binary: measure it alone for one binding (deployment mode) instead of the manager")
 	flag.DurationVar(&cfg.settle, "settle", 20*time.Second, "wait before each footprint reading")
 	qps := flag.Float64("qps", 500, "client QPS of the manager and of the benchmark's client, towards each cluster")
 	flag.IntVar(&cfg.burst, "burst", 1000, "client burst of the manager and of the benchmark's client")
 	flag.Parse()
 	cfg.qps = float32(*qps)
+	if cfg.syncerBinary != "" {
+		cfg.bindings = 1
+	}
 	benchenv.Main(60*time.Minute, func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
@@ -89,20 +100,27 @@ type footprint struct {
 	cachedPods float64
 }
 
-func run(ctx context.Context, cfg config) error {
+func run(ctx context.Context, cfg config) (err error) {
 	b := &bench{cfg: cfg}
 	if err := b.startClusters(ctx); err != nil {
 		return err
 	}
-	if err := b.startManager(); err != nil {
-		return err
-	}
-	defer b.manager.Stop()
-
-	benchenv.Logf("manager at rest, no binding")
-	baseline, err := b.footprint(ctx)
-	if err != nil {
-		return err
+	defer func() {
+		if b.manager != nil {
+			b.manager.Stop()
+		}
+	}()
+	// baseline stays zero for a syncer: it does not run without its
+	// binding.
+	var baseline footprint
+	if cfg.syncerBinary == "" {
+		if err := b.startManager(); err != nil {
+			return err
+		}
+		benchenv.Logf("manager at rest, no binding")
+		if baseline, err = b.footprint(ctx); err != nil {
+			return err
+		}
 	}
 	for i := range cfg.bindings {
 		if err := b.bind(ctx, i); err != nil {
@@ -115,7 +133,11 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	procs := benchenv.ClusterProcesses(nil, append([]*controlplane.Cluster{b.virtual}, b.physical...)...)
-	procs["manager"] = b.manager.Pid()
+	measured := "manager"
+	if cfg.syncerBinary != "" {
+		measured = "syncer"
+	}
+	procs[measured] = b.manager.Pid()
 	cpuBefore := procs.SampleCPU()
 	took, err := b.createUnrelatedPods(ctx)
 	if err != nil {
@@ -165,17 +187,36 @@ func (b *bench) startClusters(ctx context.Context) error {
 }
 
 func (b *bench) startManager() error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	args, err := b.processArgs()
 	if err != nil {
 		return err
 	}
-	b.metricsAddr = l.Addr().String()
-	l.Close()
-	b.manager, err = benchenv.StartManager(b.cfg.managerBinary, b.virtual, "--syncer-mode=in-process",
-		"--metrics-bind-address="+b.metricsAddr, "--profiling", "--health-probe-bind-address=0",
-		fmt.Sprintf("--kube-api-qps=%g", b.cfg.qps), fmt.Sprintf("--kube-api-burst=%d", b.cfg.burst),
-		fmt.Sprintf("--physical-kube-api-qps=%g", b.cfg.qps), fmt.Sprintf("--physical-kube-api-burst=%d", b.cfg.burst))
+	b.manager, err = benchenv.StartManager(b.cfg.managerBinary, b.virtual, append(args, "--syncer-mode=in-process")...)
 	return err
+}
+
+// startSyncer runs the syncer of binding alone, as its Deployment would.
+func (b *bench) startSyncer(binding string) error {
+	args, err := b.processArgs()
+	if err != nil {
+		return err
+	}
+	b.manager, err = benchenv.StartSyncer(b.cfg.syncerBinary, b.virtual, binding, args...)
+	return err
+}
+
+// processArgs are the flags of the measured process: metrics on a free
+// address, profiling for the live heap, the client limits.
+func (b *bench) processArgs() ([]string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	b.metricsAddr = l.Addr().String()
+	_ = l.Close()
+	return []string{"--metrics-bind-address=" + b.metricsAddr, "--profiling", "--health-probe-bind-address=0",
+		fmt.Sprintf("--kube-api-qps=%g", b.cfg.qps), fmt.Sprintf("--kube-api-burst=%d", b.cfg.burst),
+		fmt.Sprintf("--physical-kube-api-qps=%g", b.cfg.qps), fmt.Sprintf("--physical-kube-api-burst=%d", b.cfg.burst)}, nil
 }
 
 // bind creates the physical cluster's nodes and the policy lending them,
@@ -202,6 +243,11 @@ func (b *bench) bind(ctx context.Context, i int) error {
 	}
 	if err := benchenv.Bind(ctx, b.virtual, physical, name, name, "scale-mount"); err != nil {
 		return err
+	}
+	if b.cfg.syncerBinary != "" {
+		if err := b.startSyncer(name); err != nil {
+			return err
+		}
 	}
 	took, err := benchenv.WaitUntil(ctx, time.Now(), 15*time.Minute, name+" virtual nodes Ready", func(ctx context.Context) (bool, string, error) {
 		ready, err := benchenv.CountReady(ctx, b.virtualKube, kubeoceanv1alpha1.LabelClusterID+"="+name)

@@ -16,12 +16,19 @@ func printResults(cfg config, readings []footprint, podsRunning time.Duration, c
 			cpuPercent: (to.cpuPercent - from.cpuPercent) / n}
 	}
 
-	fmt.Printf("\nkubeocean-manager, in-process syncers: %d bindings × %d lent nodes; %d pods on %d nodes of the virtual cluster's own; %d unrelated Secrets\n\n",
-		cfg.bindings, cfg.nodes, cfg.pods, cfg.ownNodes, cfg.secrets)
+	process := "kubeocean-manager, in-process syncers"
+	if cfg.syncerBinary != "" {
+		process = "kubeocean-syncer alone (deployment mode)"
+	}
+	fmt.Printf("\n%s: %d bindings × %d lent nodes; %d pods on %d nodes of the virtual cluster's own; %d unrelated Secrets\n\n",
+		process, cfg.bindings, cfg.nodes, cfg.pods, cfg.ownNodes, cfg.secrets)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "at rest\tRSS MiB\tlive heap MiB\tCPU %\tvirtual pods cached\t")
 	for i, name := range []string{"no binding (baseline)", fmt.Sprintf("%d bindings", cfg.bindings),
 		fmt.Sprintf("+ %d unrelated pods", cfg.pods), fmt.Sprintf("+ %d unrelated Secrets", cfg.secrets)} {
+		if i == 0 && cfg.syncerBinary != "" {
+			continue // a syncer does not run without its binding
+		}
 		f := readings[i]
 		cached := "n/a"
 		if f.cachedPods >= 0 {
@@ -29,14 +36,18 @@ func printResults(cfg config, readings []footprint, podsRunning time.Duration, c
 		}
 		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%s\t\n", name, f.rssMiB, f.heapMiB, f.cpuPercent, cached)
 	}
-	for _, row := range []struct {
+	rows := []struct {
 		name string
 		f    footprint
 	}{
 		{fmt.Sprintf("per binding (%d lent nodes)", cfg.nodes), per(baseline, bound, float64(cfg.bindings))},
 		{"per 1,000 unrelated pods (target ≈ 0)", per(bound, pods, float64(cfg.pods)/1000)},
 		{"per 1,000 unrelated Secrets (target ≈ 0)", per(pods, secrets, float64(cfg.secrets)/1000)},
-	} {
+	}
+	if cfg.syncerBinary != "" {
+		rows = rows[1:]
+	}
+	for _, row := range rows {
 		fmt.Fprintf(w, "%s\t%+.2f\t%+.2f\t%+.2f\t\t\n", row.name, row.f.rssMiB, row.f.heapMiB, row.f.cpuPercent)
 	}
 	_ = w.Flush()
