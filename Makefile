@@ -101,7 +101,7 @@ bench-topdown: build testbin
 bench-churn: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/churn --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)
 
-## bench-scale: one in-process manager with several bindings and many unrelated virtual pods: RSS, heap, CPU at rest per binding and per 1,000 pods (BENCH_ARGS=--bindings=2 --nodes=20 --pods=2000 for a small run)
+## bench-scale: one in-process manager with several bindings and many unrelated virtual pods: RSS, heap, CPU at rest per binding and per 1,000 pods (BENCH_ARGS=--bindings=2 --nodes=20 --pods=2000 for a small run; BENCH_ARGS=--syncer=bin/kubeocean-syncer for one syncer alone, as in deployment mode)
 bench-scale: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/scale --manager=$(BIN)/kubeocean-manager $(BENCH_ARGS)
 
