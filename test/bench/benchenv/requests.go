@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -12,13 +13,7 @@ import (
 // ScrapeRequests reads a Kubeocean binary's kubeocean_client_requests_total
 // from its metrics address, by "cluster verb resource".
 func ScrapeRequests(metricsAddr string) (map[string]float64, error) {
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := scrapeFamilies(metricsAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -51,13 +46,7 @@ func DiffRequests(before, after map[string]float64) map[string]float64 {
 // ScrapeGauges reads the gauge name from a Kubeocean binary's metrics
 // address, one value per series (by its labels, as text).
 func ScrapeGauges(metricsAddr, name string) (map[string]float64, error) {
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := scrapeFamilies(metricsAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -90,4 +79,16 @@ func LiveHeap(metricsAddr string) (float64, error) {
 		return v, nil
 	}
 	return 0, fmt.Errorf("%s shows no go_memstats_heap_inuse_bytes", metricsAddr)
+}
+
+// scrapeFamilies reads the metrics a Kubeocean binary serves on plain
+// HTTP at metricsAddr.
+func scrapeFamilies(metricsAddr string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
 }
