@@ -186,6 +186,11 @@ var (
 		"get core/persistentvolumeclaims in namespace " + stack.MountNamespace,
 		"get core/persistentvolumes cluster-wide",
 		"get core/secrets in namespace " + storageNamespace,
+		// A live read of a physical pod the cache may not have shown: one
+		// lost, one made by an older version, one whose deletion the cache
+		// did not deliver. The flow's pods are all deleted through the
+		// cache's events; pkg/syncer/topdown/pod's tests cover those reads.
+		"get core/pods in namespace " + stack.MountNamespace,
 		// kubectl debug, which the flow does not run: test/topdown
 		// (TestKubectlDebugReachesPhysicalPod) does.
 		"patch core/pods/ephemeralcontainers in namespace " + stack.MountNamespace,
