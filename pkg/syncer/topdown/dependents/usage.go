@@ -27,6 +27,14 @@ type PodReferences struct {
 	nodes          corev1listers.NodeLister
 	physicalPods   corev1listers.PodLister
 	hasSynced      []cache.InformerSynced
+
+	// witnesses remembers, per index key, the key of a pod that counted
+	// at the last look, so InUse rechecks one pod rather than listing
+	// every pod that shares the object: in a burst of pods that all
+	// mount one ConfigMap, each pass would list them all. It is only a
+	// hint; the pod is read from the cache and checked again each time.
+	mu        sync.Mutex
+	witnesses map[string]string
 }
 
 // NewPodReferences reads pods from pods (every virtual pod the binding may
@@ -42,6 +50,7 @@ func NewPodReferences(owner ownership.Owner, mountNamespace string, pods corev1i
 		owner: owner, mountNamespace: mountNamespace,
 		pods: pods.Informer().GetIndexer(), nodes: nodes.Lister(),
 		hasSynced: []cache.InformerSynced{pods.Informer().HasSynced, nodes.Informer().HasSynced},
+		witnesses: map[string]string{},
 	}
 	if physicalPods != nil {
 		r.physicalPods = physicalPods.Lister()
@@ -67,16 +76,58 @@ func AddIndex(informer cache.SharedIndexInformer, name string, keys cache.IndexF
 func (r *PodReferences) HasSynced() []cache.InformerSynced { return r.hasSynced }
 
 // InUse tells whether a pod of the binding that counts (see Counts) refers
-// to the object of kind (a references.Kind*) namespace/name.
+// to the object of kind (a references.Kind*) namespace/name. The pod that
+// answered yes last time is asked first, so while an object is in use the
+// answer costs one cache read, not a list of its users.
 func (r *PodReferences) InUse(kind, namespace, name string) (bool, error) {
-	objs, err := r.pods.ByIndex(references.IndexName, references.IndexKey(kind, namespace, name))
+	indexKey := references.IndexKey(kind, namespace, name)
+	if r.witnessed(indexKey) {
+		return true, nil
+	}
+	objs, err := r.pods.ByIndex(references.IndexName, indexKey)
 	if err != nil {
 		return false, err
 	}
-	return slices.ContainsFunc(objs, func(obj any) bool {
-		pod, ok := obj.(*corev1.Pod)
-		return ok && r.Counts(pod)
-	}), nil
+	for _, obj := range objs {
+		if pod, ok := obj.(*corev1.Pod); ok && r.Counts(pod) {
+			r.setWitness(indexKey, pod.Namespace+"/"+pod.Name)
+			return true, nil
+		}
+	}
+	r.setWitness(indexKey, "")
+	return false, nil
+}
+
+// witnessed tells whether the pod remembered for indexKey still refers to
+// the object and still counts.
+func (r *PodReferences) witnessed(indexKey string) bool {
+	r.mu.Lock()
+	podKey, ok := r.witnesses[indexKey]
+	r.mu.Unlock()
+	if !ok {
+		return false
+	}
+	obj, exists, err := r.pods.GetByKey(podKey)
+	if err != nil || !exists {
+		return false
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || !r.Counts(pod) {
+		return false
+	}
+	keys, err := references.IndexKeys(pod)
+	return err == nil && slices.Contains(keys, indexKey)
+}
+
+// setWitness remembers podKey for indexKey; "" forgets it.
+func (r *PodReferences) setWitness(indexKey, podKey string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if podKey == "" {
+		delete(r.witnesses, indexKey)
+		return
+	}
+	r.witnesses[indexKey] = podKey
 }
 
 // Counts tells whether pod keeps the copies of what it refers to: it is a

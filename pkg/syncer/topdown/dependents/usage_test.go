@@ -3,6 +3,7 @@ package dependents
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -111,6 +112,86 @@ func TestPodReferencesCounts(t *testing.T) {
 	if _, err := NewPodReferences(ownership.Owner{ClusterID: testCluster, BindingUID: testBinding}, "mount", pods, nodes, physicalPods); err != nil {
 		t.Errorf("second NewPodReferences: %v", err)
 	}
+}
+
+// listCounter counts the lists of an index's users.
+type listCounter struct {
+	cache.Indexer
+	lists int
+}
+
+func (l *listCounter) ByIndex(name, value string) ([]any, error) {
+	l.lists++
+	return l.Indexer.ByIndex(name, value)
+}
+
+// TestInUseAsksTheLastUserFirst: while an object is in use, InUse reads
+// the pod that answered last time instead of listing every user, and the
+// answer still follows that pod going, finishing or moving away.
+func TestInUseAsksTheLastUserFirst(t *testing.T) {
+	factory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
+	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
+	r, err := NewPodReferences(ownership.Owner{ClusterID: testCluster, BindingUID: testBinding}, "mount", pods, nodes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &listCounter{Indexer: r.pods}
+	r.pods = counter
+	if err := nodes.Informer().GetIndexer().Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ours", Labels: map[string]string{kubeoceanv1alpha1.LabelClusterID: testCluster}}}); err != nil {
+		t.Fatal(err)
+	}
+	store := pods.Informer().GetIndexer()
+	user := func(name, configMap string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name},
+			Spec: corev1.PodSpec{NodeName: "ours", Volumes: []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		}
+	}
+	inUse := func(want bool) {
+		t.Helper()
+		if used, err := r.InUse(references.KindConfigMap, "app", "conf"); err != nil || used != want {
+			t.Fatalf("InUse = %v, %v; want %v", used, err, want)
+		}
+	}
+	for i := range 100 {
+		if err := store.Add(user(fmt.Sprintf("p%d", i), "conf")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		inUse(true)
+	}
+	if counter.lists != 1 {
+		t.Errorf("100 passes over an object in use listed its users %d times, want 1", counter.lists)
+	}
+
+	// Whichever pod answered, each change below takes one user away; the
+	// last one leaves the object unused.
+	for i := range 100 {
+		p := user(fmt.Sprintf("p%d", i), "conf")
+		switch i % 3 {
+		case 0:
+			err = store.Delete(p)
+		case 1:
+			p.Status.Phase = corev1.PodSucceeded
+			err = store.Update(p)
+		default:
+			err = store.Update(user(p.Name, "other"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		inUse(i < 99)
+	}
+	if len(r.witnesses) != 0 {
+		t.Errorf("an unused object is still remembered: %v", r.witnesses)
+	}
+	if err := store.Add(user("late", "conf")); err != nil {
+		t.Fatal(err)
+	}
+	inUse(true)
 }
 
 func TestPodHandlerKeys(t *testing.T) {
