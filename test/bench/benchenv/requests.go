@@ -92,3 +92,55 @@ func scrapeFamilies(metricsAddr string) (map[string]*dto.MetricFamily, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(resp.Body)
 }
+
+// Histogram is the sum and count of one series of a histogram.
+type Histogram struct{ Sum, Count float64 }
+
+// Mean is Sum/Count; 0 when nothing was observed.
+func (h Histogram) Mean() float64 {
+	if h.Count == 0 {
+		return 0
+	}
+	return h.Sum / h.Count
+}
+
+// ScrapeHistograms reads the histogram name from a Kubeocean binary's
+// metrics address, by the values of labels joined with spaces.
+func ScrapeHistograms(metricsAddr, name string, labels ...string) (map[string]Histogram, error) {
+	families, err := scrapeFamilies(metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Histogram{}
+	for _, m := range families[name].GetMetric() {
+		values := map[string]string{}
+		for _, l := range m.GetLabel() {
+			values[l.GetName()] = l.GetValue()
+		}
+		var key string
+		for i, l := range labels {
+			if i > 0 {
+				key += " "
+			}
+			key += values[l]
+		}
+		h := out[key]
+		h.Sum += m.GetHistogram().GetSampleSum()
+		h.Count += float64(m.GetHistogram().GetSampleCount())
+		out[key] = h
+	}
+	return out, nil
+}
+
+// DiffHistograms is after minus before, keeping the series that observed
+// something in between.
+func DiffHistograms(before, after map[string]Histogram) map[string]Histogram {
+	out := map[string]Histogram{}
+	for k, v := range after {
+		d := Histogram{Sum: v.Sum - before[k].Sum, Count: v.Count - before[k].Count}
+		if d.Count > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}

@@ -225,6 +225,9 @@ type burst struct {
 	// rssBefore and rssAfter are the syncer's RSS (MiB) before the burst
 	// and once all its pods run.
 	rssBefore, rssAfter float64
+	// heapBefore and heapAfter are its live heap (MiB) right after a
+	// collection, read after the RSS.
+	heapBefore, heapAfter float64
 }
 
 // throughput creates the virtual pods bound to the virtual nodes and times
@@ -251,6 +254,9 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 	}
 	defer tl.stop()
 	if r.rssBefore, err = b.syncer.RSS(); err != nil {
+		return r, err
+	}
+	if r.heapBefore, err = benchenv.LiveHeap(b.metricsAddr); err != nil {
 		return r, err
 	}
 	benchenv.Logf("syncer: creating %d virtual pods bound to virtual nodes (tokens: %v)", b.cfg.pods, b.cfg.tokens)
@@ -284,8 +290,14 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 	r.createLatency = tl.latencies(tl.created, tl.physicalSeen)
 	r.runLatency = tl.latencies(tl.physicalRun, tl.virtualRun)
 	waitProfiles()
-	r.rssAfter, err = b.syncer.RSS()
-	return r, err
+	if r.rssAfter, err = b.syncer.RSS(); err != nil {
+		return r, err
+	}
+	if r.heapAfter, err = benchenv.LiveHeap(b.metricsAddr); err != nil {
+		return r, err
+	}
+	r.heapBefore, r.heapAfter = r.heapBefore/(1<<20), r.heapAfter/(1<<20)
+	return r, b.heapProfile(ctx, b.cfg.profileDir)
 }
 
 func freeAddr() (string, error) {

@@ -50,6 +50,8 @@ func (r results) print(cfg config) {
 	fmt.Fprintf(w, "requests per pod, physical apiserver (no watches)\t%.2f\t%.2f\t\t\n", work(b.window.physical)/n, work(r.floor.physical)/n)
 	fmt.Fprintf(w, "syncer RSS before → after the burst (MiB)\t%.1f → %.1f\t\t\t\n", b.rssBefore, b.rssAfter)
 	fmt.Fprintf(w, "syncer RSS growth per 1,000 synced pods (MiB)\t%.1f\t\t\t≤ 15\n", (b.rssAfter-b.rssBefore)*1000/n)
+	fmt.Fprintf(w, "syncer live heap before → after the burst (MiB)\t%.1f → %.1f\t\t\t\n", b.heapBefore, b.heapAfter)
+	fmt.Fprintf(w, "syncer live heap growth per 1,000 synced pods (MiB)\t%.1f\t\t\t\n", (b.heapAfter-b.heapBefore)*1000/n)
 	w.Flush()
 	r.printDetails(cfg)
 }
@@ -86,6 +88,7 @@ func (r results) printDetails(cfg config) {
 		[]benchenv.APIRequests{b.window.physical, r.floor.physical}, []float64{n, n})
 	fmt.Printf("\nSyncer's own client counter in the burst, per pod (kubeocean_client_requests_total):\n")
 	printCounter(b.window.syncer, n)
+	b.window.waits.print()
 
 	benchenv.PrintCPU(fmt.Sprintf("CPU of every process (burst %.1f s, floor %.1f s of wall time):", b.window.elapsed.Seconds(), r.floor.elapsed.Seconds()),
 		phases, []map[string]float64{b.window.cpu, r.floor.cpu}, []float64{n, n}, "pod")
@@ -119,4 +122,27 @@ func printCounter(requests map[string]float64, per float64) {
 	for _, k := range slices.Sorted(maps.Keys(requests)) {
 		fmt.Printf("  %-60s %8.3f\n", k, requests[k]/per)
 	}
+}
+
+// print shows where the syncer's work waited in a window: the mean time an
+// item spent in each queue and in each reconcile, and each kind of request
+// on the apiservers, with how many there were.
+func (w syncerWaits) print() {
+	fmt.Printf("\nWhere the syncer waited in the burst (mean ms, and count):\n")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, part := range []struct {
+		title  string
+		series map[string]benchenv.Histogram
+	}{
+		{"queue", w.queue}, {"reconcile", w.reconcile}, {"request", w.requests},
+	} {
+		for _, name := range slices.Sorted(maps.Keys(part.series)) {
+			h := part.series[name]
+			if h.Count < 10 {
+				continue
+			}
+			fmt.Fprintf(tw, "%s %s\t%.1f\t%.0f\t\n", part.title, name, h.Mean()*1000, h.Count)
+		}
+	}
+	tw.Flush()
 }

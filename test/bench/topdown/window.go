@@ -22,7 +22,33 @@ type snapshot struct {
 	at                time.Time
 	virtual, physical benchenv.APIRequests
 	syncer            map[string]float64
+	waits             syncerWaits
 	cpu               benchenv.CPUSample
+}
+
+// syncerWaits are the syncer's histograms of where a pod waits: in a
+// controller's queue, in its reconcile, and on each apiserver.
+type syncerWaits struct {
+	queue, reconcile, requests map[string]benchenv.Histogram
+}
+
+func scrapeWaits(metricsAddr string) (w syncerWaits, err error) {
+	if w.queue, err = benchenv.ScrapeHistograms(metricsAddr, "kubeocean_workqueue_queue_duration_seconds", "name"); err != nil {
+		return w, err
+	}
+	if w.reconcile, err = benchenv.ScrapeHistograms(metricsAddr, "kubeocean_controller_reconcile_duration_seconds", "controller"); err != nil {
+		return w, err
+	}
+	w.requests, err = benchenv.ScrapeHistograms(metricsAddr, "kubeocean_client_request_duration_seconds", "cluster", "verb", "resource")
+	return w, err
+}
+
+func (w syncerWaits) since(before syncerWaits) syncerWaits {
+	return syncerWaits{
+		queue:     benchenv.DiffHistograms(before.queue, w.queue),
+		reconcile: benchenv.DiffHistograms(before.reconcile, w.reconcile),
+		requests:  benchenv.DiffHistograms(before.requests, w.requests),
+	}
 }
 
 // window is what happened between two snapshots.
@@ -30,6 +56,7 @@ type window struct {
 	elapsed           time.Duration
 	virtual, physical benchenv.APIRequests
 	syncer            map[string]float64
+	waits             syncerWaits
 	cpu               map[string]float64
 }
 
@@ -42,7 +69,10 @@ func (b *bench) snapshot(ctx context.Context) (snapshot, error) {
 	if s.physical, err = benchenv.ScrapeAPIServer(ctx, b.physical); err != nil {
 		return s, err
 	}
-	s.syncer, err = benchenv.ScrapeRequests(b.metricsAddr)
+	if s.syncer, err = benchenv.ScrapeRequests(b.metricsAddr); err != nil {
+		return s, err
+	}
+	s.waits, err = scrapeWaits(b.metricsAddr)
 	return s, err
 }
 
@@ -57,6 +87,7 @@ func (b *bench) since(ctx context.Context, before snapshot) (window, error) {
 		virtual:  after.virtual.Sub(before.virtual),
 		physical: after.physical.Sub(before.physical),
 		syncer:   benchenv.DiffRequests(before.syncer, after.syncer),
+		waits:    after.waits.since(before.waits),
 		cpu:      benchenv.CPUSeconds(before.cpu, after.cpu),
 	}, nil
 }
@@ -116,4 +147,28 @@ func (b *bench) profiles(ctx context.Context, dir string, d time.Duration) (wait
 			<-done
 		}
 	}
+}
+
+// heapProfile saves the syncer's heap profile into dir (nothing when dir
+// is ""), to see what the cached pods cost.
+func (b *bench) heapProfile(ctx context.Context, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.metricsAddr+"/debug/pprof/heap", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(dir, "syncer.heap"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }
