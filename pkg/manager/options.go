@@ -109,7 +109,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.SyncerNamespace, "syncer-namespace", o.SyncerNamespace, "Namespace of the syncer Deployments.")
 	fs.StringVar(&o.SyncerServiceAccount, "syncer-service-account", o.SyncerServiceAccount, "ServiceAccount the syncer pods run as.")
 	app.IntVar(fs, &o.SyncerWorkers, "syncer-workers", 1, "Concurrent reconciles per controller of in-process syncers.")
-	app.IntVar(fs, &o.SyncerPodWorkers, "syncer-pod-workers", 1, "Concurrent reconciles of the virtual pod controller of in-process syncers.")
+	app.IntVar(fs, &o.SyncerPodWorkers, "syncer-pod-workers", 1, "Concurrent reconciles of each pod controller (virtual pods, pod status) of in-process syncers.")
 	app.IntVar(fs, &o.SyncerNodeWorkers, "syncer-node-workers", 1, "Concurrent reconciles of the virtual node and node Lease controllers of in-process syncers.")
 	app.PositiveFloat32Var(fs, &o.PhysicalQPS, "physical-kube-api-qps", "Queries per second of each in-process syncer to its physical cluster.")
 	app.IntVar(fs, &o.PhysicalBurst, "physical-kube-api-burst", 1, "Burst of each in-process syncer's queries to its physical cluster.")

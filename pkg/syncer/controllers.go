@@ -108,7 +108,9 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		app.ControllerRunnable(policyController.Controller, workers),
 		app.ControllerRunnable(leases.Controller, e.opts.NodeWorkers),
 		app.ControllerRunnable(csiNodes.Controller, workers),
-		app.ControllerRunnable(pods.Controller, workers),
+		// One status copy per pod: it must not queue behind a burst of
+		// creations.
+		app.ControllerRunnable(pods.Controller, e.opts.PodWorkers),
 		app.ControllerRunnable(unbinding.Controller, 1),
 	}, nil
 }

@@ -22,7 +22,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs := fss.FlagSet(SectionSyncer)
 	fs.StringVar(&o.BindingName, "cluster-binding", o.BindingName, "Name of the ClusterBinding this syncer serves (required).")
 	app.IntVar(fs, &o.Workers, "workers", 1, "Concurrent reconciles per controller.")
-	app.IntVar(fs, &o.PodWorkers, "pod-workers", 1, "Concurrent reconciles of the virtual pod controller.")
+	app.IntVar(fs, &o.PodWorkers, "pod-workers", 1, "Concurrent reconciles of each pod controller: the virtual pod controller and the pod status controller.")
 	app.IntVar(fs, &o.NodeWorkers, "node-workers", 1, "Concurrent reconciles of the virtual node and node Lease controllers.")
 	fs.StringVar(&o.VirtualAPIServer, "virtual-apiserver-address", o.VirtualAPIServer,
 		"host:port at which pods in the physical cluster reach the virtual API server; sets their KUBERNETES_SERVICE_HOST/PORT.")

@@ -45,8 +45,9 @@ const DefaultDrainTimeout = 10 * time.Minute
 type Options struct {
 	// BindingName is the ClusterBinding this syncer serves.
 	BindingName string
-	// Workers per controller; PodWorkers for the virtual pod controller,
-	// where most of the work is; NodeWorkers for the node and lease
+	// Workers per controller; PodWorkers for the two pod controllers (the
+	// virtual pod controller and the pod status controller), where most of
+	// the work is; NodeWorkers for the node and lease
 	// controllers, which write one object per node when nodes are lent or
 	// a policy changes.
 	Workers, PodWorkers, NodeWorkers int

@@ -65,6 +65,7 @@ type Controller struct {
 	virtualPods    corev1listers.PodLister
 	recorder       record.EventRecorder
 	clock          clock.PassiveClock
+	lag            *cacheLag
 }
 
 // New builds the controller and registers its event handlers; it starts
@@ -83,6 +84,7 @@ func New(opts Options) (*Controller, error) {
 		virtualPods:    opts.VirtualPods.Lister(),
 		recorder:       opts.Recorder,
 		clock:          opts.Clock,
+		lag:            newCacheLag(),
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}

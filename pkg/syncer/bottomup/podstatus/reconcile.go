@@ -48,6 +48,7 @@ func refOf(physical *corev1.Pod) (virtualPodRef, bool) {
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (controller.Result, error) {
 	physical, err := c.physicalPods.Pods(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		c.lag.forget(key)
 		return controller.Result{}, nil
 	}
 	if err != nil {
@@ -64,45 +65,79 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 		return controller.Result{}, c.deleteOrphan(ctx, physical, corev1.EventTypeWarning, ReasonMissingMapping,
 			"it has no complete virtual pod mapping annotations")
 	}
-	virtual, dead, err := c.virtualPodFor(ctx, physical, ref)
+	virtual, dead, wait, err := c.virtualPodFor(ctx, key, physical, ref)
 	if err != nil {
 		return controller.Result{}, err
 	}
 	if dead != "" {
+		c.lag.forget(key)
 		return controller.Result{}, c.deleteOrphan(ctx, physical, corev1.EventTypeNormal, ReasonVirtualPodGone, dead)
+	}
+	if virtual == nil {
+		// The virtual pod cache is behind; its event brings us back.
+		return controller.Result{RequeueAfter: wait}, nil
 	}
 
 	ctx = klog.NewContext(ctx, logger.WithValues("virtualPod", klog.KObj(virtual)))
-	return controller.Result{}, c.syncVirtualPod(ctx, physical, virtual)
+	return c.syncVirtualPod(ctx, key, physical, virtual)
 }
 
 // virtualPodFor returns the virtual pod the physical pod was made for, or,
-// when the mapping is dead, why. The cache may lag behind the virtual
-// cluster (a pod just annotated by the top-down syncer, or just recreated
-// under the same name), so a mapping that looks dead in the cache is
-// confirmed by a live GET before a pod is deleted for it. Failing to reach
-// the virtual cluster is an error, never a reason to delete.
-func (c *Controller) virtualPodFor(ctx context.Context, physical *corev1.Pod, ref virtualPodRef) (*corev1.Pod, string, error) {
+// when the mapping is dead, why, or neither when the cache is known to be
+// behind (wait, when not 0, is when to look again without an event). The
+// cache may lag behind the virtual cluster: a pod just annotated by the
+// top-down side, just written by us, or just recreated under the same
+// name. Two of those are known without asking:
+//
+//   - the cached pod has the physical pod's UID but names no physical pod:
+//     the top-down side records the mapping before it creates the pod, so
+//     the event of that write is on its way. It is awaited for
+//     unclaimedGrace, then read live, as for any other mismatch;
+//   - the cached pod is the version our last status write replaced: that
+//     write's event is on its way. Writing now would conflict.
+//
+// Any other mismatch is confirmed by a live GET before a pod is deleted
+// for it. Failing to reach the virtual cluster is an error, never a reason
+// to delete.
+func (c *Controller) virtualPodFor(ctx context.Context, key cache.ObjectName, physical *corev1.Pod, ref virtualPodRef) (*corev1.Pod, string, time.Duration, error) {
+	logger := klog.FromContext(ctx)
 	cached, err := c.virtualPods.Pods(ref.namespace).Get(ref.name)
 	switch {
 	case err == nil && mappingMismatch(cached, physical, ref) == "":
-		return cached, "", nil
+		c.lag.claimed(key)
+		if c.lag.behindWrite(key, cached.ResourceVersion) {
+			logger.V(4).Info("Virtual pod cache is behind our last status write; waiting for its event", "virtualPod", klog.KObj(cached))
+			return nil, "", 0, nil
+		}
+		return cached, "", 0, nil
+	case err == nil && cached.UID == ref.uid && namesNoPhysicalPod(cached):
+		if wait := c.lag.unclaimed(key, c.clock.Now()); wait > 0 {
+			logger.V(4).Info("Virtual pod cache does not show the mapping yet; waiting for its event", "virtualPod", klog.KObj(cached))
+			return nil, "", wait, nil
+		}
 	case err != nil && !apierrors.IsNotFound(err):
-		return nil, "", err
+		return nil, "", 0, err
 	}
 
 	live, err := c.virtualClient.Pods(ref.namespace).Get(ctx, ref.name, metav1.GetOptions{})
 	if isPodNotFound(err, ref.name) {
-		return nil, fmt.Sprintf("virtual pod %s/%s does not exist", ref.namespace, ref.name), nil
+		return nil, fmt.Sprintf("virtual pod %s/%s does not exist", ref.namespace, ref.name), 0, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("confirming virtual pod %s/%s: %w", ref.namespace, ref.name, err)
+		return nil, "", 0, fmt.Errorf("confirming virtual pod %s/%s: %w", ref.namespace, ref.name, err)
 	}
 	if why := mappingMismatch(live, physical, ref); why != "" {
-		return nil, why, nil
+		return nil, why, 0, nil
 	}
-	klog.FromContext(ctx).V(4).Info("Virtual pod cache is behind; using the live object", "virtualPod", klog.KObj(live))
-	return live, "", nil
+	c.lag.claimed(key)
+	logger.V(4).Info("Virtual pod cache is behind; using the live object", "virtualPod", klog.KObj(live))
+	return live, "", 0, nil
+}
+
+// namesNoPhysicalPod tells a virtual pod without mapping annotations.
+func namesNoPhysicalPod(virtual *corev1.Pod) bool {
+	return virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] == "" &&
+		virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] == ""
 }
 
 // isPodNotFound is true only for the apiserver's own answer that this pod
@@ -175,13 +210,25 @@ func (c *Controller) deleteOrphan(ctx context.Context, physical *corev1.Pod, eve
 // was made; stamping it on every status change would wake every watcher of
 // virtual pods once more per change, for a time the status conditions
 // already carry.
-func (c *Controller) syncVirtualPod(ctx context.Context, physical, virtual *corev1.Pod) error {
+//
+// A UID alone waits up to unreportedGrace while the physical pod's kubelet
+// has not reported on it yet: a new pod's first report follows its
+// creation closely, and both then cost one write.
+func (c *Controller) syncVirtualPod(ctx context.Context, key cache.ObjectName, physical, virtual *corev1.Pod) (controller.Result, error) {
 	status := mirroredStatus(virtual.Status, physical.Status)
 	statusChanged := !equality.Semantic.DeepEqual(virtual.Status, status)
 	uidChanged := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] != string(physical.UID)
 	if !statusChanged && !uidChanged {
-		return nil
+		c.lag.reported(key)
+		return controller.Result{}, nil
 	}
+	if !statusChanged && unreported(physical) {
+		if wait := c.lag.unreported(key, c.clock.Now()); wait > 0 {
+			klog.FromContext(ctx).V(4).Info("Physical pod has no status reported yet; recording its UID with the first report", "wait", wait)
+			return controller.RequeueAfter(wait), nil
+		}
+	}
+	c.lag.reported(key)
 	updated := virtual.DeepCopy()
 	updated.Status = status
 	if uidChanged {
@@ -197,10 +244,19 @@ func (c *Controller) syncVirtualPod(ctx context.Context, physical, virtual *core
 		// The virtual pod changed or went away since our read; the
 		// informer event of that change re-enqueues the physical pod.
 		klog.FromContext(ctx).V(4).Info("Virtual pod changed while copying status; waiting for its event", "err", err)
-		return nil
+		return controller.Result{}, nil
 	case err != nil:
-		return fmt.Errorf("updating status of virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
+		return controller.Result{}, fmt.Errorf("updating status of virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
 	}
+	c.lag.wrote(key, virtual.ResourceVersion)
 	klog.FromContext(ctx).V(2).Info("Copied physical pod status to virtual pod", "phase", status.Phase, "recordedPhysicalUID", uidChanged)
-	return nil
+	return controller.Result{}, nil
+}
+
+// unreported tells a physical pod its kubelet has not reported on yet: no
+// conditions, no container statuses, not started.
+func unreported(physical *corev1.Pod) bool {
+	s := physical.Status
+	return (s.Phase == "" || s.Phase == corev1.PodPending) && len(s.Conditions) == 0 &&
+		len(s.ContainerStatuses) == 0 && len(s.InitContainerStatuses) == 0 && s.StartTime == nil
 }

@@ -11,8 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+	testingclock "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
 // TestReconcileSyncsStatusAndUID follows a pod from Pending to Running:
@@ -139,4 +143,169 @@ func TestReconcileWriteRaces(t *testing.T) {
 			assertDeleted(t, f.physicalKube.Actions(), false)
 		})
 	}
+}
+
+// TestReconcileWaitsForTheCache: a reconcile that runs ahead of the
+// virtual pod cache neither reads live nor writes against a stale
+// resourceVersion when it knows why the cache is behind.
+func TestReconcileWaitsForTheCache(t *testing.T) {
+	key := cache.ObjectName{Namespace: mountNS, Name: physicalName}
+	reconcile := func(t *testing.T, f *fixture) controller.Result {
+		t.Helper()
+		_, ctx := ktesting.NewTestContext(t)
+		result, err := f.controller.reconcile(ctx, key)
+		if err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+		return result
+	}
+	expectVirtual := func(t *testing.T, f *fixture, want ...string) {
+		t.Helper()
+		if got := verbs(f.virtualKube.Actions()); !slices.Equal(got, want) {
+			t.Errorf("virtual actions = %v, want %v", got, want)
+		}
+		f.clearActions()
+	}
+
+	t.Run("our last status write", func(t *testing.T) {
+		pending := physicalPod()
+		pending.Status = pendingStatus()
+		f := newFixture(t, pods(pending), pods(virtualPod()), pods(virtualPod()))
+		reconcile(t, f)
+		expectVirtual(t, f, "update pods/status")
+
+		// The physical pod runs before our write reaches the cache: the
+		// cache still shows the version the write replaced.
+		if err := f.physicalPods.Update(physicalPod()); err != nil {
+			t.Fatal(err)
+		}
+		if result := reconcile(t, f); result.RequeueAfter != 0 {
+			t.Errorf("RequeueAfter = %v, want 0 (the write's event comes)", result.RequeueAfter)
+		}
+		expectVirtual(t, f)
+
+		// The write's event: the next reconcile copies the running status.
+		stored, err := f.virtualKube.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), virtualNS, virtualName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written := stored.(*corev1.Pod).DeepCopy()
+		written.ResourceVersion = "11"
+		if err := f.virtualKube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), written, virtualNS); err != nil {
+			t.Fatal(err)
+		}
+		mustUpdate(t, f, written)
+		reconcile(t, f)
+		expectVirtual(t, f, "update pods/status")
+		if len(f.controller.lag.replaced) != 1 {
+			t.Errorf("remembered writes = %v, want the last one only", f.controller.lag.replaced)
+		}
+		if err := f.physicalPods.Delete(physicalPod()); err != nil {
+			t.Fatal(err)
+		}
+		reconcile(t, f)
+		if len(f.controller.lag.replaced) != 0 {
+			t.Errorf("a gone physical pod's write is still remembered: %v", f.controller.lag.replaced)
+		}
+	})
+
+	unmapped := func() *corev1.Pod {
+		pod := virtualPod()
+		pod.Annotations = nil
+		return pod
+	}
+	t.Run("the mapping's event comes", func(t *testing.T) {
+		f := newFixture(t, pods(physicalPod()), pods(unmapped()), pods(virtualPod()))
+		if result := reconcile(t, f); result.RequeueAfter != unclaimedGrace {
+			t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, unclaimedGrace)
+		}
+		expectVirtual(t, f)
+		mustUpdate(t, f, virtualPod())
+		reconcile(t, f)
+		expectVirtual(t, f, "update pods/status")
+		if len(f.controller.lag.unclaimedSince) != 0 {
+			t.Errorf("a claimed pod is still awaited: %v", f.controller.lag.unclaimedSince)
+		}
+	})
+	t.Run("no event within the grace period", func(t *testing.T) {
+		f := newFixture(t, pods(physicalPod()), pods(unmapped()), pods(unmapped()))
+		clock := testingclock.NewFakePassiveClock(now)
+		f.controller.clock = clock
+		reconcile(t, f)
+		clock.SetTime(now.Add(unclaimedGrace / 2))
+		if result := reconcile(t, f); result.RequeueAfter != unclaimedGrace/2 {
+			t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, unclaimedGrace/2)
+		}
+		expectVirtual(t, f)
+		assertDeleted(t, f.physicalKube.Actions(), false)
+		// Past it, the live pod decides, as for any other mismatch.
+		clock.SetTime(now.Add(unclaimedGrace))
+		reconcile(t, f)
+		assertDeleted(t, f.physicalKube.Actions(), true)
+		expectVirtual(t, f, "get pods")
+	})
+}
+
+// TestReconcileRecordsTheUIDWithTheFirstReport: a physical pod nothing was
+// reported on yet has only its UID to record; that waits for the first
+// report, so both cost one write, and is written alone once the wait ends.
+func TestReconcileRecordsTheUIDWithTheFirstReport(t *testing.T) {
+	key := cache.ObjectName{Namespace: mountNS, Name: physicalName}
+	fresh := physicalPod()
+	fresh.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBurstable}
+	reconcile := func(t *testing.T, f *fixture) controller.Result {
+		t.Helper()
+		_, ctx := ktesting.NewTestContext(t)
+		result, err := f.controller.reconcile(ctx, key)
+		if err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+		return result
+	}
+	writtenUID := func(t *testing.T, f *fixture) (*corev1.Pod, bool) {
+		t.Helper()
+		actions := f.virtualKube.Actions()
+		if len(actions) == 0 {
+			return nil, false
+		}
+		if got := verbs(actions); !slices.Equal(got, []string{"update pods/status"}) {
+			t.Fatalf("virtual actions = %v, want one status write", got)
+		}
+		pod := actions[0].(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
+		return pod, pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] == string(physicalUID)
+	}
+
+	t.Run("first report comes", func(t *testing.T) {
+		f := newFixture(t, pods(fresh), pods(virtualPod()), pods(virtualPod()))
+		if result := reconcile(t, f); result.RequeueAfter != unreportedGrace {
+			t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, unreportedGrace)
+		}
+		if _, wrote := writtenUID(t, f); wrote {
+			t.Fatal("the UID was written before the first report")
+		}
+		if err := f.physicalPods.Update(physicalPod()); err != nil {
+			t.Fatal(err)
+		}
+		reconcile(t, f)
+		pod, wrote := writtenUID(t, f)
+		if !wrote || pod.Status.Phase != corev1.PodRunning {
+			t.Errorf("want the UID and the running status in one write, got %v", pod)
+		}
+		if len(f.controller.lag.unreportedSince) != 0 {
+			t.Errorf("a reported pod is still awaited: %v", f.controller.lag.unreportedSince)
+		}
+	})
+	t.Run("no report within the grace period", func(t *testing.T) {
+		f := newFixture(t, pods(fresh), pods(virtualPod()), pods(virtualPod()))
+		clock := testingclock.NewFakePassiveClock(now)
+		f.controller.clock = clock
+		reconcile(t, f)
+		clock.SetTime(now.Add(unreportedGrace))
+		if result := reconcile(t, f); result.RequeueAfter != 0 {
+			t.Errorf("RequeueAfter = %v, want 0", result.RequeueAfter)
+		}
+		if pod, wrote := writtenUID(t, f); !wrote || pod.Status.Phase != corev1.PodPending {
+			t.Errorf("want the UID written alone, got %v", pod)
+		}
+	})
 }

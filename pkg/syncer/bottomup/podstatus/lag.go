@@ -1,0 +1,111 @@
+package podstatus
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// unclaimedGrace is how long a physical pod may wait for the virtual pod
+// cache to show the mapping the top-down side wrote before creating it.
+// Past it the virtual pod is read live, as for any other mismatch.
+const unclaimedGrace = 10 * time.Second
+
+// unreportedGrace is how long the physical pod's UID waits to be recorded
+// while its kubelet has not reported on it yet: its first report comes in a
+// moment, and the UID goes with it in one write instead of two.
+const unreportedGrace = time.Second
+
+// cacheLag remembers, per physical pod, what the virtual pod cache has not
+// shown yet (and what the physical pod has not reported yet), so that a reconcile that runs ahead of the cache waits for the
+// event that brings it back instead of reading live or writing against a
+// stale resourceVersion. Both happen often with many workers: the physical
+// pod appears before the virtual pod's mapping reaches the cache, and the
+// physical pod's next status change comes before our last write does.
+type cacheLag struct {
+	mu sync.Mutex
+	// replaced is the resourceVersion our last status write replaced:
+	// while the cache still shows it, the cache is behind that write.
+	replaced map[cache.ObjectName]string
+	// unclaimedSince is when the cached virtual pod was first seen with
+	// the physical pod's UID but no mapping yet.
+	unclaimedSince map[cache.ObjectName]time.Time
+	// unreportedSince is when the physical pod was first seen with nothing
+	// reported on it but its UID to record.
+	unreportedSince map[cache.ObjectName]time.Time
+}
+
+func newCacheLag() *cacheLag {
+	return &cacheLag{
+		replaced:        map[cache.ObjectName]string{},
+		unclaimedSince:  map[cache.ObjectName]time.Time{},
+		unreportedSince: map[cache.ObjectName]time.Time{},
+	}
+}
+
+// wrote records that a status write replaced resourceVersion.
+func (l *cacheLag) wrote(key cache.ObjectName, resourceVersion string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.replaced[key] = resourceVersion
+}
+
+// behindWrite tells whether the cached virtual pod, at resourceVersion, is
+// still the one our last write replaced; once it is not, the write is
+// forgotten.
+func (l *cacheLag) behindWrite(key cache.ObjectName, resourceVersion string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	replaced, ok := l.replaced[key]
+	if ok && replaced == resourceVersion {
+		return true
+	}
+	delete(l.replaced, key)
+	return false
+}
+
+// unclaimed records that the cached virtual pod does not name the physical
+// pod yet and returns how much longer to wait for it; 0: stop waiting.
+func (l *cacheLag) unclaimed(key cache.ObjectName, now time.Time) time.Duration {
+	return l.waitFor(l.unclaimedSince, unclaimedGrace, key, now)
+}
+
+// claimed forgets the wait for a mapping.
+func (l *cacheLag) claimed(key cache.ObjectName) { l.done(l.unclaimedSince, key) }
+
+// unreported records that only the UID of the physical pod is to be
+// written, with nothing reported on it yet, and returns how much longer to
+// wait for its first report; 0: write the UID alone.
+func (l *cacheLag) unreported(key cache.ObjectName, now time.Time) time.Duration {
+	return l.waitFor(l.unreportedSince, unreportedGrace, key, now)
+}
+
+// reported forgets the wait for a first report.
+func (l *cacheLag) reported(key cache.ObjectName) { l.done(l.unreportedSince, key) }
+
+func (l *cacheLag) waitFor(since map[cache.ObjectName]time.Time, grace time.Duration, key cache.ObjectName, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first, ok := since[key]
+	if !ok {
+		first = now
+		since[key] = now
+	}
+	return max(0, first.Add(grace).Sub(now))
+}
+
+func (l *cacheLag) done(since map[cache.ObjectName]time.Time, key cache.ObjectName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(since, key)
+}
+
+// forget drops what is known about a physical pod that is gone.
+func (l *cacheLag) forget(key cache.ObjectName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.replaced, key)
+	delete(l.unclaimedSince, key)
+	delete(l.unreportedSince, key)
+}
