@@ -34,6 +34,51 @@ type Process struct {
 	Requests *RequestCounter
 	Health   *serving.Health
 	Recorder record.EventRecorderLogger
+	// Auth is the delegated authentication and authorization the
+	// process's servers share; nil: each builds its own.
+	Auth *SharedAuth
+}
+
+// SharedAuth is a process's one delegated authentication and authorization
+// against its own cluster (TokenReview, SubjectAccessReview, client
+// certificates of the cluster's client CA), shared by every server that
+// needs it: the metrics endpoint with --metrics-secure and the kubelet API
+// of every syncer the process runs. One Auth means one watch of the client
+// CA and one cache of answers. It is built on first use and runs until the
+// context it was made with ends.
+type SharedAuth struct {
+	ctx  context.Context
+	kube kubernetes.Interface
+
+	once sync.Once
+	auth *serving.Auth
+	err  error
+}
+
+// NewSharedAuth returns a SharedAuth asking the cluster of kube, running
+// until ctx ends once used.
+func NewSharedAuth(ctx context.Context, kube kubernetes.Interface) *SharedAuth {
+	return &SharedAuth{ctx: ctx, kube: kube}
+}
+
+// Get builds the Auth on first use and starts it.
+func (s *SharedAuth) Get() (*serving.Auth, error) {
+	s.once.Do(func() {
+		s.auth, s.err = serving.NewDelegatingAuth(s.kube, "client-ca")
+		if s.err == nil {
+			s.auth.Start(s.ctx)
+		}
+	})
+	return s.auth, s.err
+}
+
+// DelegatingAuth is the process's shared Auth or, when it has none, one
+// of the caller's own, which the caller runs (Auth.Run).
+func (p *Process) DelegatingAuth() (*serving.Auth, error) {
+	if p.Auth != nil {
+		return p.Auth.Get()
+	}
+	return serving.NewDelegatingAuth(p.Kube, "client-ca")
 }
 
 // Runnable is anything that runs until its context ends: a controller's
@@ -71,6 +116,9 @@ func Run(ctx context.Context, opts *Options, setup Setup) error {
 		return err
 	}
 	p.Kube = kube
+	authCtx, stopAuth := context.WithCancel(ctx)
+	defer stopAuth()
+	p.Auth = NewSharedAuth(authCtx, kube)
 	if err := leaderelection.RegisterMetrics(p.Registry); err != nil {
 		return err
 	}
@@ -142,7 +190,7 @@ func startMetrics(ctx context.Context, opts serving.Options, handler http.Handle
 	if !opts.MetricsSecure || serving.Disabled(opts.MetricsBindAddress) {
 		return serving.Start(ctx, opts.MetricsBindAddress, handler)
 	}
-	auth, err := serving.NewDelegatingAuth(p.Kube, "metrics-client-ca")
+	auth, err := p.DelegatingAuth()
 	if err != nil {
 		return nil, err
 	}

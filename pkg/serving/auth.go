@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -43,6 +44,8 @@ type Auth struct {
 	// ClientCA verifies client certificates; nil when they are not
 	// accepted. Run keeps it in step with the cluster.
 	ClientCA *dynamiccertificates.ConfigMapCAController
+
+	once sync.Once
 }
 
 // NewDelegatingAuth builds an Auth that asks the cluster of kube, with
@@ -82,11 +85,31 @@ func NewDelegatingAuth(kube kubernetes.Interface, name string) (*Auth, error) {
 }
 
 // Run keeps the client CA current until ctx ends. It loads it once first,
-// so that a server does not refuse every certificate while it starts.
+// so that a server does not refuse every certificate while it starts. An
+// Auth runs once: later calls of Run or Start return at once, so that the
+// servers sharing one may each call Run while its owner, who started it
+// first, keeps it running.
 func (a *Auth) Run(ctx context.Context) {
-	if a.ClientCA == nil {
-		return
+	if a.claim() {
+		a.run(ctx)
 	}
+}
+
+// Start runs the Auth in the background until ctx ends, unless it runs
+// already (see Run).
+func (a *Auth) Start(ctx context.Context) {
+	if a.claim() {
+		go a.run(ctx)
+	}
+}
+
+func (a *Auth) claim() bool {
+	first := false
+	a.once.Do(func() { first = a.ClientCA != nil })
+	return first
+}
+
+func (a *Auth) run(ctx context.Context) {
 	_ = a.ClientCA.RunOnce(ctx) // a missing CA is logged by the controller and retried by Run
 	a.ClientCA.Run(ctx, 1)
 }

@@ -149,7 +149,9 @@ func kubeletAPI(e *syncerEnv) (*kubeletapi.Server, *kubeletapi.Endpoints, error)
 	if err := o.Complete(); err != nil {
 		return nil, nil, err
 	}
-	auth, err := kubeletapi.NewDelegatingAuth(e.virtual.Kube)
+	// The process's own cluster is the virtual one: its Auth is shared
+	// with the metrics endpoint and the other syncers of the process.
+	auth, err := e.process.DelegatingAuth()
 	if err != nil {
 		return nil, nil, err
 	}

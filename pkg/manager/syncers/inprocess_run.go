@@ -95,7 +95,7 @@ func (s *InProcess) process(name string) (*app.Process, error) {
 	// Every field of app.Process is set: the syncer may use any of them.
 	return &app.Process{
 		Options: &options, Config: config, Kube: kube,
-		Registry: base.Registry, Metrics: base.Metrics, Requests: base.Requests,
+		Registry: base.Registry, Metrics: base.Metrics, Requests: base.Requests, Auth: base.Auth,
 		// A syncer's readiness must not become the manager's: one broken
 		// physical cluster would take the manager out of its Service.
 		Health:   serving.NewHealth(),

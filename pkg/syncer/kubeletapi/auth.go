@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeocean/kubeocean/pkg/serving"
 )
@@ -17,12 +16,6 @@ import (
 // TokenReview; every request then through a SubjectAccessReview on the
 // node's subresource. Anonymous requests are refused.
 type Auth = serving.Auth
-
-// NewDelegatingAuth builds an Auth that asks the virtual cluster. It
-// starts nothing: Run watches the client CA.
-func NewDelegatingAuth(virtual kubernetes.Interface) (*Auth, error) {
-	return serving.NewDelegatingAuth(virtual, "kubelet-api-client-ca")
-}
 
 // check authenticates r and authorizes it on node. It returns nil, or a
 // requestError with 401 or 403.
