@@ -18,6 +18,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
@@ -151,6 +152,18 @@ func (f *fixture) reconcile(t *testing.T) error {
 		t.Errorf("RequeueAfter = %v, want 0", result.RequeueAfter)
 	}
 	return err
+}
+
+// reconcileResult reconciles the physical pod and returns the result,
+// which may ask to look again later; an error fails the test.
+func (f *fixture) reconcileResult(t *testing.T) controller.Result {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	result, err := f.controller.reconcile(ctx, cache.ObjectName{Namespace: mountNS, Name: physicalName})
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	return result
 }
 
 // verbs lists the actions of a fake client as "verb resource[/subresource]".

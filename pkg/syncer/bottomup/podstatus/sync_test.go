@@ -11,12 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
 // TestReconcileSyncsStatusAndUID follows a pod from Pending to Running:
@@ -149,16 +146,6 @@ func TestReconcileWriteRaces(t *testing.T) {
 // virtual pod cache neither reads live nor writes against a stale
 // resourceVersion when it knows why the cache is behind.
 func TestReconcileWaitsForTheCache(t *testing.T) {
-	key := cache.ObjectName{Namespace: mountNS, Name: physicalName}
-	reconcile := func(t *testing.T, f *fixture) controller.Result {
-		t.Helper()
-		_, ctx := ktesting.NewTestContext(t)
-		result, err := f.controller.reconcile(ctx, key)
-		if err != nil {
-			t.Fatalf("reconcile: %v", err)
-		}
-		return result
-	}
 	expectVirtual := func(t *testing.T, f *fixture, want ...string) {
 		t.Helper()
 		if got := verbs(f.virtualKube.Actions()); !slices.Equal(got, want) {
@@ -171,7 +158,7 @@ func TestReconcileWaitsForTheCache(t *testing.T) {
 		pending := physicalPod()
 		pending.Status = pendingStatus()
 		f := newFixture(t, pods(pending), pods(virtualPod()), pods(virtualPod()))
-		reconcile(t, f)
+		f.reconcileResult(t)
 		expectVirtual(t, f, "update pods/status")
 
 		// The physical pod runs before our write reaches the cache: the
@@ -179,7 +166,7 @@ func TestReconcileWaitsForTheCache(t *testing.T) {
 		if err := f.physicalPods.Update(physicalPod()); err != nil {
 			t.Fatal(err)
 		}
-		if result := reconcile(t, f); result.RequeueAfter != 0 {
+		if result := f.reconcileResult(t); result.RequeueAfter != 0 {
 			t.Errorf("RequeueAfter = %v, want 0 (the write's event comes)", result.RequeueAfter)
 		}
 		expectVirtual(t, f)
@@ -195,7 +182,7 @@ func TestReconcileWaitsForTheCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustUpdate(t, f, written)
-		reconcile(t, f)
+		f.reconcileResult(t)
 		expectVirtual(t, f, "update pods/status")
 		if len(f.controller.lag.replaced) != 1 {
 			t.Errorf("remembered writes = %v, want the last one only", f.controller.lag.replaced)
@@ -203,7 +190,7 @@ func TestReconcileWaitsForTheCache(t *testing.T) {
 		if err := f.physicalPods.Delete(physicalPod()); err != nil {
 			t.Fatal(err)
 		}
-		reconcile(t, f)
+		f.reconcileResult(t)
 		if len(f.controller.lag.replaced) != 0 {
 			t.Errorf("a gone physical pod's write is still remembered: %v", f.controller.lag.replaced)
 		}
@@ -216,12 +203,12 @@ func TestReconcileWaitsForTheCache(t *testing.T) {
 	}
 	t.Run("the mapping's event comes", func(t *testing.T) {
 		f := newFixture(t, pods(physicalPod()), pods(unmapped()), pods(virtualPod()))
-		if result := reconcile(t, f); result.RequeueAfter != unclaimedGrace {
+		if result := f.reconcileResult(t); result.RequeueAfter != unclaimedGrace {
 			t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, unclaimedGrace)
 		}
 		expectVirtual(t, f)
 		mustUpdate(t, f, virtualPod())
-		reconcile(t, f)
+		f.reconcileResult(t)
 		expectVirtual(t, f, "update pods/status")
 		if len(f.controller.lag.unclaimedSince) != 0 {
 			t.Errorf("a claimed pod is still awaited: %v", f.controller.lag.unclaimedSince)
@@ -231,16 +218,16 @@ func TestReconcileWaitsForTheCache(t *testing.T) {
 		f := newFixture(t, pods(physicalPod()), pods(unmapped()), pods(unmapped()))
 		clock := testingclock.NewFakePassiveClock(now)
 		f.controller.clock = clock
-		reconcile(t, f)
+		f.reconcileResult(t)
 		clock.SetTime(now.Add(unclaimedGrace / 2))
-		if result := reconcile(t, f); result.RequeueAfter != unclaimedGrace/2 {
+		if result := f.reconcileResult(t); result.RequeueAfter != unclaimedGrace/2 {
 			t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, unclaimedGrace/2)
 		}
 		expectVirtual(t, f)
 		assertDeleted(t, f.physicalKube.Actions(), false)
 		// Past it, the live pod decides, as for any other mismatch.
 		clock.SetTime(now.Add(unclaimedGrace))
-		reconcile(t, f)
+		f.reconcileResult(t)
 		assertDeleted(t, f.physicalKube.Actions(), true)
 		expectVirtual(t, f, "get pods")
 	})
@@ -250,18 +237,8 @@ func TestReconcileWaitsForTheCache(t *testing.T) {
 // reported on yet has only its UID to record; that waits for the first
 // report, so both cost one write, and is written alone once the wait ends.
 func TestReconcileRecordsTheUIDWithTheFirstReport(t *testing.T) {
-	key := cache.ObjectName{Namespace: mountNS, Name: physicalName}
 	fresh := physicalPod()
 	fresh.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBurstable}
-	reconcile := func(t *testing.T, f *fixture) controller.Result {
-		t.Helper()
-		_, ctx := ktesting.NewTestContext(t)
-		result, err := f.controller.reconcile(ctx, key)
-		if err != nil {
-			t.Fatalf("reconcile: %v", err)
-		}
-		return result
-	}
 	writtenUID := func(t *testing.T, f *fixture) (*corev1.Pod, bool) {
 		t.Helper()
 		actions := f.virtualKube.Actions()
@@ -277,7 +254,7 @@ func TestReconcileRecordsTheUIDWithTheFirstReport(t *testing.T) {
 
 	t.Run("first report comes", func(t *testing.T) {
 		f := newFixture(t, pods(fresh), pods(virtualPod()), pods(virtualPod()))
-		if result := reconcile(t, f); result.RequeueAfter != unreportedGrace {
+		if result := f.reconcileResult(t); result.RequeueAfter != unreportedGrace {
 			t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, unreportedGrace)
 		}
 		if _, wrote := writtenUID(t, f); wrote {
@@ -286,7 +263,7 @@ func TestReconcileRecordsTheUIDWithTheFirstReport(t *testing.T) {
 		if err := f.physicalPods.Update(physicalPod()); err != nil {
 			t.Fatal(err)
 		}
-		reconcile(t, f)
+		f.reconcileResult(t)
 		pod, wrote := writtenUID(t, f)
 		if !wrote || pod.Status.Phase != corev1.PodRunning {
 			t.Errorf("want the UID and the running status in one write, got %v", pod)
@@ -299,9 +276,9 @@ func TestReconcileRecordsTheUIDWithTheFirstReport(t *testing.T) {
 		f := newFixture(t, pods(fresh), pods(virtualPod()), pods(virtualPod()))
 		clock := testingclock.NewFakePassiveClock(now)
 		f.controller.clock = clock
-		reconcile(t, f)
+		f.reconcileResult(t)
 		clock.SetTime(now.Add(unreportedGrace))
-		if result := reconcile(t, f); result.RequeueAfter != 0 {
+		if result := f.reconcileResult(t); result.RequeueAfter != 0 {
 			t.Errorf("RequeueAfter = %v, want 0", result.RequeueAfter)
 		}
 		if pod, wrote := writtenUID(t, f); !wrote || pod.Status.Phase != corev1.PodPending {
