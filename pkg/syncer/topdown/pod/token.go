@@ -36,14 +36,17 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 		return 0, nil
 	}
 	name := TokenSecretName(physicalName)
+	// The Secret we created a moment ago, if its event is not in yet: a
+	// create now would only meet AlreadyExists and a live read. It is read
+	// before the cache: the Secret's event drops it only once the cache
+	// holds the Secret, so one of the two shows it.
+	created := c.createdTokens.get(name, c.clock.Now())
 	existing, err := c.physicalSecrets.Secrets(c.mountNamespace).Get(name)
 	switch {
 	case err == nil:
 		c.createdTokens.observed(name)
 	case apierrors.IsNotFound(err):
-		// Created by us a moment ago, its event not in yet: a create now
-		// would only meet AlreadyExists and a live read.
-		if created := c.createdTokens.get(name, c.clock.Now()); created != nil {
+		if created != nil {
 			existing, err = created, nil
 		}
 	default:

@@ -2,6 +2,8 @@ package pod
 
 import (
 	"context"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	"testing"
 	"time"
 
@@ -173,4 +175,63 @@ func TestCreatedTokenSecretDeletedBeforeCached(t *testing.T) {
 	f.syncCaches()
 	f.mustReconcile()
 	assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets")
+}
+
+// secretEventDuringGet is a Secret lister whose lookups miss just before
+// the Secret's event arrives: the store was read, then the event came.
+type secretEventDuringGet struct {
+	corev1listers.SecretLister
+	arrive func()
+}
+
+func (l secretEventDuringGet) Secrets(namespace string) corev1listers.SecretNamespaceLister {
+	return secretEventDuringGetIn{l.SecretLister.Secrets(namespace), l.arrive}
+}
+
+type secretEventDuringGetIn struct {
+	corev1listers.SecretNamespaceLister
+	arrive func()
+}
+
+func (l secretEventDuringGetIn) Get(name string) (*corev1.Secret, error) {
+	secret, err := l.SecretNamespaceLister.Get(name)
+	if apierrors.IsNotFound(err) {
+		l.arrive()
+	}
+	return secret, err
+}
+
+// The token Secret's event may arrive between the cache's miss and the
+// look at what was just created: the pass still creates nothing (no
+// AlreadyExists, no live read).
+func TestCreatedTokenSecretEventDuringTheLookup(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	f.mustReconcile()
+	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+	pod, err := f.physicalPod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := f.physicalKube.Tracker().Get(corev1.SchemeGroupVersion.WithResource("secrets"), mountNS, TokenSecretName(physicalName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := stored.(*corev1.Secret)
+	f.cache("virtualPods", f.virtualPod())
+	f.cache("physicalPods", pod)
+	arrived := false
+	f.controller.physicalSecrets = secretEventDuringGet{f.controller.physicalSecrets, func() {
+		if !arrived {
+			arrived = true
+			f.controller.tokenSecretKeys(created)
+		}
+	}}
+	f.mustReconcile()
+	if !arrived {
+		t.Fatal("the pass did not look the token Secret up in the cache")
+	}
+	assertWrites(t, f)
+	if reads := len(actions(f.physicalKube, "get", "secrets")); reads != 0 {
+		t.Errorf("%d live reads of secrets, want none", reads)
+	}
 }
