@@ -36,40 +36,7 @@ type Process struct {
 	Recorder record.EventRecorderLogger
 	// Auth is the delegated authentication and authorization the
 	// process's servers share; nil: each builds its own.
-	Auth *SharedAuth
-}
-
-// SharedAuth is a process's one delegated authentication and authorization
-// against its own cluster (TokenReview, SubjectAccessReview, client
-// certificates of the cluster's client CA), shared by every server that
-// needs it: the metrics endpoint with --metrics-secure and the kubelet API
-// of every syncer the process runs. One Auth means one watch of the client
-// CA and one cache of answers. It is built on first use and runs until the
-// context it was made with ends.
-type SharedAuth struct {
-	ctx  context.Context
-	kube kubernetes.Interface
-
-	once sync.Once
-	auth *serving.Auth
-	err  error
-}
-
-// NewSharedAuth returns a SharedAuth asking the cluster of kube, running
-// until ctx ends once used.
-func NewSharedAuth(ctx context.Context, kube kubernetes.Interface) *SharedAuth {
-	return &SharedAuth{ctx: ctx, kube: kube}
-}
-
-// Get builds the Auth on first use and starts it.
-func (s *SharedAuth) Get() (*serving.Auth, error) {
-	s.once.Do(func() {
-		s.auth, s.err = serving.NewDelegatingAuth(s.kube, "client-ca")
-		if s.err == nil {
-			s.auth.Start(s.ctx)
-		}
-	})
-	return s.auth, s.err
+	Auth *serving.SharedAuth
 }
 
 // DelegatingAuth is the process's shared Auth or, when it has none, one
@@ -118,7 +85,7 @@ func Run(ctx context.Context, opts *Options, setup Setup) error {
 	p.Kube = kube
 	authCtx, stopAuth := context.WithCancel(ctx)
 	defer stopAuth()
-	p.Auth = NewSharedAuth(authCtx, kube)
+	p.Auth = serving.NewSharedAuth(authCtx, kube)
 	if err := leaderelection.RegisterMetrics(p.Registry); err != nil {
 		return err
 	}

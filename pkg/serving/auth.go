@@ -84,6 +84,41 @@ func NewDelegatingAuth(kube kubernetes.Interface, name string) (*Auth, error) {
 	return &Auth{Authenticator: authn, Authorizer: authz, ClientCA: clientCA}, nil
 }
 
+// SharedAuth is a process's one delegated authentication and authorization
+// against its own cluster (TokenReview, SubjectAccessReview, client
+// certificates of the cluster's client CA), shared by every server that
+// needs it: the metrics endpoint with --metrics-secure and the kubelet API
+// of every syncer the process runs. One Auth means one watch of the client
+// CA and one cache of answers. It is built on first use and runs until the
+// context it was made with ends.
+type SharedAuth struct {
+	ctx  context.Context
+	kube kubernetes.Interface
+
+	once sync.Once
+	auth *Auth
+	err  error
+	// stopped is closed once the Auth has stopped running.
+	stopped <-chan struct{}
+}
+
+// NewSharedAuth returns a SharedAuth asking the cluster of kube, running
+// until ctx ends once used.
+func NewSharedAuth(ctx context.Context, kube kubernetes.Interface) *SharedAuth {
+	return &SharedAuth{ctx: ctx, kube: kube}
+}
+
+// Get builds the Auth on first use and starts it.
+func (s *SharedAuth) Get() (*Auth, error) {
+	s.once.Do(func() {
+		s.auth, s.err = NewDelegatingAuth(s.kube, "client-ca")
+		if s.err == nil {
+			s.stopped = s.auth.Start(s.ctx)
+		}
+	})
+	return s.auth, s.err
+}
+
 // Run keeps the client CA current until ctx ends. It loads it once first,
 // so that a server does not refuse every certificate while it starts. An
 // Auth runs once: later calls of Run or Start return at once, so that the
@@ -96,11 +131,18 @@ func (a *Auth) Run(ctx context.Context) {
 }
 
 // Start runs the Auth in the background until ctx ends, unless it runs
-// already (see Run).
-func (a *Auth) Start(ctx context.Context) {
-	if a.claim() {
-		go a.run(ctx)
+// already (see Run). The channel it returns is closed once the Auth has
+// stopped; it is nil when Start did not start it.
+func (a *Auth) Start(ctx context.Context) <-chan struct{} {
+	if !a.claim() {
+		return nil
 	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		a.run(ctx)
+	}()
+	return stopped
 }
 
 func (a *Auth) claim() bool {

@@ -1,4 +1,4 @@
-package app
+package serving
 
 import (
 	"context"
@@ -13,15 +13,17 @@ import (
 // once instead of watching the client CA a second time.
 func TestSharedAuthIsBuiltAndRunOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	kube := fake.NewClientset()
-	p := &Process{Kube: kube, Auth: NewSharedAuth(ctx, kube)}
-	first, err := p.DelegatingAuth()
+	shared := NewSharedAuth(ctx, fake.NewClientset())
+	first, err := shared.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	syncerOfTheProcess := &Process{Kube: fake.NewClientset(), Auth: p.Auth}
-	second, err := syncerOfTheProcess.DelegatingAuth()
+	defer func() {
+		// Nothing of it may outlive the test.
+		cancel()
+		<-shared.stopped
+	}()
+	second, err := shared.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,13 +40,7 @@ func TestSharedAuthIsBuiltAndRunOnce(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a server's Run of the shared Auth did not return")
 	}
-
-	// Without a shared one, the caller gets its own, which it runs.
-	own, err := (&Process{Kube: kube}).DelegatingAuth()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if own == first {
-		t.Fatal("a process without a shared Auth got the shared one")
+	if stopped := second.Start(context.Background()); stopped != nil {
+		t.Error("Start of a running Auth started it again")
 	}
 }
