@@ -32,11 +32,13 @@ import (
 // never changes after that, so a pod kept stays kept until it is deleted.
 // Whether the node is really one of the binding's is for the controllers
 // to check, as before (a node of cluster ID "a-b" has the prefix of "a").
+// The pods kept share their repeating strings (compactPods).
 func virtualPodScope(clusterID string) informers.Scope {
 	prefix := naming.VirtualNodeNamePrefix(clusterID)
 	return informers.Scope{
 		KeepPod:     func(p *corev1.Pod) bool { return strings.HasPrefix(p.Spec.NodeName, prefix) },
 		KeepPodName: "on-" + prefix + "*",
+		Slim:        compactPods, SlimName: "shared-strings",
 	}
 }
 
@@ -59,9 +61,10 @@ func ownedScope(clusterID, namespace string) informers.Scope {
 // boundScope selects what this binding made in the physical cluster's mount
 // namespace (pods, copies, token Secrets): its identity, not merely
 // managed-by, so that another binding sharing the namespace (of this or of
-// another virtual cluster) is not even cached, let alone acted on.
+// another virtual cluster) is not even cached, let alone acted on. Its
+// objects share their repeating strings (compactPods).
 func boundScope(owner ownership.Owner, mountNamespace string) informers.Scope {
-	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector()}
+	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector(), Slim: compactPods, SlimName: "shared-strings"}
 }
 
 // boundSecretsScope is boundScope for Secrets: the values of the pods'

@@ -1,0 +1,179 @@
+package syncer
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// realisticPod is a pod of a Deployment as the apiserver stores it once
+// it runs: a service-account token, a ConfigMap and a Secret, a few
+// environment variables, probes' worth of fields, a running status.
+func realisticPod(name string) *corev1.Pod {
+	now := metav1.Now()
+	condition := func(t corev1.PodConditionType) corev1.PodCondition {
+		return corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "shop", Name: name, GenerateName: "web-7d9c6b5f4-", UID: types.UID("uid-" + name), ResourceVersion: "123456",
+			CreationTimestamp: now,
+			Labels:            map[string]string{"app": "web", "pod-template-hash": "7d9c6b5f4", "tier": "frontend"},
+			Annotations: map[string]string{
+				"kubeocean.io/physical-pod-namespace": "kubeocean-worker", "kubeocean.io/physical-pod-name": name + "-0123456789abcdef",
+				"kubeocean.io/physical-pod-uid": "physical-" + name, "kubeocean.io/last-sync-time": "2026-11-27T12:00:00Z",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9c6b5f4",
+				UID: "rs-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: "vnode-c1-worker-0007", ServiceAccountName: "default", DeprecatedServiceAccount: "default",
+			SchedulerName: "default-scheduler", RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
+			PreemptionPolicy: ptr.To(corev1.PreemptLowerPriority), Priority: ptr.To[int32](0), EnableServiceLinks: ptr.To(true),
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Tolerations: []corev1.Toleration{
+				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
+			},
+			Containers: []corev1.Container{{
+				Name: "web", Image: "registry.example/shop/web:1.42.0", ImagePullPolicy: corev1.PullIfNotPresent,
+				TerminationMessagePath: corev1.TerminationMessagePathDefault, TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+				Env: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
+				EnvFrom: []corev1.EnvFromSource{
+					{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}},
+					{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-secret"}}},
+				},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "kube-api-access-x7k2p", ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "kube-api-access-x7k2p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				DefaultMode: ptr.To[int32](0o644),
+				Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+						FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+				},
+			}}}},
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBurstable, HostIP: "10.0.1.17", HostIPs: []corev1.HostIP{{IP: "10.0.1.17"}},
+			PodIP: "10.244.7.12", PodIPs: []corev1.PodIP{{IP: "10.244.7.12"}}, StartTime: &now,
+			Conditions: []corev1.PodCondition{condition(corev1.PodReadyToStartContainers), condition(corev1.PodInitialized),
+				condition(corev1.PodReady), condition(corev1.ContainersReady), condition(corev1.PodScheduled)},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "web", Ready: true, Started: ptr.To(true),
+				Image: "registry.example/shop/web:1.42.0", ImageID: "registry.example/shop/web@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				ContainerID: "containerd://" + strings.Repeat("ab", 32), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+		},
+	}
+}
+
+// decodedPod is realisticPod as an informer receives it: every string its
+// own copy.
+func decodedPod(t testing.TB, name string) *corev1.Pod {
+	t.Helper()
+	data, err := realisticPod(name).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	if err := pod.Unmarshal(data); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func TestCompactPodsKeepsEveryField(t *testing.T) {
+	pod := decodedPod(t, "web-7d9c6b5f4-abcde")
+	obj, err := compactPods(pod.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*corev1.Pod)
+	if !equality.Semantic.DeepEqual(got, pod) {
+		t.Fatalf("compactPods changed the pod:\n%+v\nwant\n%+v", got, pod)
+	}
+	other, _ := compactPods(decodedPod(t, "web-7d9c6b5f4-fghij"))
+	b := other.(*corev1.Pod)
+	for what, pair := range map[string][2]string{
+		"namespace":        {got.Namespace, b.Namespace},
+		"label value":      {got.Labels["app"], b.Labels["app"]},
+		"image":            {got.Spec.Containers[0].Image, b.Spec.Containers[0].Image},
+		"mount path":       {got.Spec.Containers[0].VolumeMounts[0].MountPath, b.Spec.Containers[0].VolumeMounts[0].MountPath},
+		"image ID":         {got.Status.ContainerStatuses[0].ImageID, b.Status.ContainerStatuses[0].ImageID},
+		"condition type":   {string(got.Status.Conditions[0].Type), string(b.Status.Conditions[0].Type)},
+		"toleration key":   {got.Spec.Tolerations[0].Key, b.Spec.Tolerations[0].Key},
+		"owner's name":     {got.OwnerReferences[0].Name, b.OwnerReferences[0].Name},
+		"projected source": {got.Spec.Volumes[0].Projected.Sources[1].ConfigMap.Name, b.Spec.Volumes[0].Projected.Sources[1].ConfigMap.Name},
+	} {
+		if !sameMemory(pair[0], pair[1]) {
+			t.Errorf("the %s two pods have in common is not shared", what)
+		}
+	}
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "m", Name: "copy", Labels: map[string]string{"a": strings.Clone("b")}},
+		Data: map[string][]byte{"k": []byte("v")}}
+	kept, err := compactPods(secret.DeepCopy())
+	if err != nil || !equality.Semantic.DeepEqual(kept, secret) {
+		t.Fatalf("compactPods changed a Secret: %+v, %v", kept, err)
+	}
+}
+
+// BenchmarkPodCache reports what one pod costs in a pod cache, decoded
+// from protobuf as an informer receives it, stored as decoded (less
+// managedFields) and through compactPods:
+// go test ./pkg/syncer -run - -bench PodCache
+func BenchmarkPodCache(b *testing.B) {
+	const pods = 1000
+	encoded := make([][]byte, pods)
+	for i := range encoded {
+		data, err := realisticPod(fmt.Sprintf("web-7d9c6b5f4-%05d", i)).Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		encoded[i] = data
+	}
+	for _, tt := range []struct {
+		name      string
+		transform func(any) (any, error)
+	}{
+		{"as-decoded", func(obj any) (any, error) { return obj, nil }},
+		{"shared-strings", compactPods},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			var perPod float64
+			for b.Loop() {
+				before := heapAlloc()
+				store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+				for _, data := range encoded {
+					pod := &corev1.Pod{}
+					if err := pod.Unmarshal(data); err != nil {
+						b.Fatal(err)
+					}
+					obj, err := tt.transform(pod)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := store.Add(obj); err != nil {
+						b.Fatal(err)
+					}
+				}
+				perPod = float64(heapAlloc()-before) / pods
+				runtime.KeepAlive(store)
+			}
+			b.ReportMetric(perPod, "B/cached-pod")
+		})
+	}
+}
