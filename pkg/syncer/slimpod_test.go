@@ -2,7 +2,6 @@ package syncer
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -153,27 +151,10 @@ func BenchmarkPodCache(b *testing.B) {
 		{"shared-strings", compactPods},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			var perPod float64
-			for b.Loop() {
-				before := heapAlloc()
-				store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-				for _, data := range encoded {
-					pod := &corev1.Pod{}
-					if err := pod.Unmarshal(data); err != nil {
-						b.Fatal(err)
-					}
-					obj, err := tt.transform(pod)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := store.Add(obj); err != nil {
-						b.Fatal(err)
-					}
-				}
-				perPod = float64(heapAlloc()-before) / pods
-				runtime.KeepAlive(store)
-			}
-			b.ReportMetric(perPod, "B/cached-pod")
+			b.ReportMetric(cachedBytes(b, encoded, func(data []byte) (any, error) {
+				pod := &corev1.Pod{}
+				return pod, pod.Unmarshal(data)
+			}, tt.transform), "B/cached-pod")
 		})
 	}
 }
