@@ -103,31 +103,16 @@ func (b *bench) profiles(ctx context.Context, dir string, d time.Duration) (wait
 	done := make(chan struct{}, 3)
 	save := func(name string, body io.ReadCloser, err error) {
 		defer func() { done <- struct{}{} }()
+		if err == nil {
+			err = saveTo(dir, name+".pprof", body)
+		}
 		if err != nil {
 			benchenv.Logf("profile of %s: %v", name, err)
-			return
 		}
-		defer body.Close()
-		f, err := os.Create(filepath.Join(dir, name+".pprof"))
-		if err != nil {
-			benchenv.Logf("profile of %s: %v", name, err)
-			return
-		}
-		defer f.Close()
-		_, _ = io.Copy(f, body)
 	}
 	go func() {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.metricsAddr+"/debug/pprof/profile?seconds="+seconds, nil)
-		if err != nil {
-			save("syncer", nil, err)
-			return
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			save("syncer", nil, err)
-			return
-		}
-		save("syncer", resp.Body, nil)
+		body, err := b.syncerDebug(ctx, "/debug/pprof/profile?seconds="+seconds)
+		save("syncer", body, err)
 	}()
 	for _, c := range []*controlplane.Cluster{b.virtual, b.physical} {
 		go func() {
@@ -155,20 +140,37 @@ func (b *bench) heapProfile(ctx context.Context, dir string) error {
 	if dir == "" {
 		return nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.metricsAddr+"/debug/pprof/heap", nil)
+	body, err := b.syncerDebug(ctx, "/debug/pprof/heap")
 	if err != nil {
 		return err
+	}
+	return saveTo(dir, "syncer.heap", body)
+}
+
+// syncerDebug opens path on the syncer's metrics address (run with
+// --profiling).
+func (b *bench) syncerDebug(ctx context.Context, path string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.metricsAddr+path, nil)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer resp.Body.Close()
-	f, err := os.Create(filepath.Join(dir, "syncer.heap"))
+	return resp.Body, nil
+}
+
+// saveTo copies body, which it closes, into the file dir/name.
+func saveTo(dir, name string, body io.ReadCloser) error {
+	defer body.Close()
+	f, err := os.Create(filepath.Join(dir, name))
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
+	if _, err := io.Copy(f, body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

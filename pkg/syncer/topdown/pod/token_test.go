@@ -120,21 +120,29 @@ func TestTokenCAFromCache(t *testing.T) {
 	}
 }
 
-// The physical pod's event often comes before the token Secret's: the pass
-// it brings finds the Secret it created a moment ago not in the cache, and
-// neither creates it again (an AlreadyExists, a live read and a renewal)
-// nor renews it.
-func TestCreatedTokenSecretAwaitedInCache(t *testing.T) {
+// createdWithTokenSecretUncached creates a pod with a token volume and
+// lets the caches show the virtual and the physical pod, not the token
+// Secret made for it.
+func createdWithTokenSecretUncached(t *testing.T) *fixture {
+	t.Helper()
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
 	f.mustReconcile()
 	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
-
 	pod, err := f.physicalPod()
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.cache("virtualPods", f.virtualPod())
 	f.cache("physicalPods", pod)
+	return f
+}
+
+// The physical pod's event often comes before the token Secret's: the pass
+// it brings finds the Secret it created a moment ago not in the cache, and
+// neither creates it again (an AlreadyExists, a live read and a renewal)
+// nor renews it.
+func TestCreatedTokenSecretAwaitedInCache(t *testing.T) {
+	f := createdWithTokenSecretUncached(t)
 	refreshAt := now.Add(3607 * time.Second * 8 / 10)
 	if result, want := f.mustReconcile(), refreshAt.Truncate(time.Second).Sub(now); result.RequeueAfter != want {
 		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, want)
@@ -205,20 +213,12 @@ func (l secretEventDuringGetIn) Get(name string) (*corev1.Secret, error) {
 // look at what was just created: the pass still creates nothing (no
 // AlreadyExists, no live read).
 func TestCreatedTokenSecretEventDuringTheLookup(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
-	f.mustReconcile()
-	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
-	pod, err := f.physicalPod()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := createdWithTokenSecretUncached(t)
 	stored, err := f.physicalKube.Tracker().Get(corev1.SchemeGroupVersion.WithResource("secrets"), mountNS, TokenSecretName(physicalName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	created := stored.(*corev1.Secret)
-	f.cache("virtualPods", f.virtualPod())
-	f.cache("physicalPods", pod)
 	arrived := false
 	f.controller.physicalSecrets = secretEventDuringGet{f.controller.physicalSecrets, func() {
 		if !arrived {
