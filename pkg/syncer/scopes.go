@@ -10,6 +10,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/intern"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/resources"
@@ -62,16 +63,18 @@ func ownedScope(clusterID, namespace string) informers.Scope {
 // namespace (pods, copies, token Secrets): its identity, not merely
 // managed-by, so that another binding sharing the namespace (of this or of
 // another virtual cluster) is not even cached, let alone acted on. Its
-// objects share their repeating strings (compactPods).
+// pods keep only what the controllers read of their spec, and its objects
+// share their repeating strings (compactPhysical).
 func boundScope(owner ownership.Owner, mountNamespace string) informers.Scope {
-	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector(), Slim: compactPods, SlimName: "shared-strings"}
+	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector(), Slim: compactPhysical, SlimName: "physical"}
 }
 
 // boundSecretsScope is boundScope for Secrets: the values of the pods'
 // token Secrets (a token, the virtual CA, identity fields: a few KiB per
 // pod) stay out of the cache, which tells only which keys they have. The
 // pod controller reads nothing else of them, and renews a Secret by
-// writing every value anew.
+// writing every value anew. Labels, annotations and the keys, which repeat
+// across the Secrets, are shared.
 func boundSecretsScope(owner ownership.Owner, mountNamespace string) informers.Scope {
 	scope := boundScope(owner, mountNamespace)
 	scope.Slim, scope.SlimName = dropTokenValues, "token-values"
@@ -80,11 +83,19 @@ func boundSecretsScope(owner ownership.Owner, mountNamespace string) informers.S
 
 func dropTokenValues(obj any) (any, error) {
 	secret, ok := obj.(*corev1.Secret)
-	if !ok || secret.Labels[pod.LabelPodToken] != "true" {
+	if !ok {
 		return obj, nil
 	}
-	for key := range secret.Data {
-		secret.Data[key] = nil
+	secret.Labels, secret.Annotations = intern.Map(secret.Labels), intern.Map(secret.Annotations)
+	if secret.Labels[pod.LabelPodToken] != "true" {
+		return secret, nil
+	}
+	if secret.Data != nil {
+		keys := make(map[string][]byte, len(secret.Data))
+		for key := range secret.Data {
+			keys[intern.String(key)] = nil
+		}
+		secret.Data = keys
 	}
 	return secret, nil
 }

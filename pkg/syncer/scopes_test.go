@@ -152,6 +152,21 @@ func TestDropTokenValues(t *testing.T) {
 	if string(copied.Data["password"]) != "p" {
 		t.Errorf("copied Secret cached with %q, want it whole", copied.Data)
 	}
+	other := &corev1.Secret{Data: map[string][]byte{strings.Clone("token"): []byte("u")}}
+	other.Labels = map[string]string{strings.Clone(pod.LabelPodToken): strings.Clone("true")}
+	if _, err := dropTokenValues(other); err != nil {
+		t.Fatal(err)
+	}
+	for key := range other.Data {
+		for mine := range token.Data {
+			if mine == key && !sameMemory(mine, key) {
+				t.Error("the key two token Secrets have in common is not shared")
+			}
+		}
+	}
+	if !sameMemory(other.Labels[pod.LabelPodToken], token.Labels[pod.LabelPodToken]) {
+		t.Error("the label two token Secrets have in common is not shared")
+	}
 }
 
 func TestVirtualPodScopeKeepsPodsOnTheBindingsVirtualNodes(t *testing.T) {

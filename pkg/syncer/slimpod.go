@@ -201,3 +201,54 @@ func compactContainerStatus(s *corev1.ContainerStatus) {
 		t.Reason, t.Message = shared(t.Reason), shared(t.Message)
 	}
 }
+
+// The informer transform of the binding's physical objects (boundScope).
+// Nothing writes a physical pod back from the cache: the controllers
+// create it from the virtual pod, patch it (three-way merge, ephemeral
+// containers) and delete it by UID. So its cached copy needs only what
+// they read, and the spec is most of a pod: volumes (the token's projected
+// volume, copies), environment, mounts, probes, tolerations. Readers:
+// topdown/pod (merge.go: labels, annotations, deadline, images;
+// ephemeral.go: ephemeral container names; the mapping annotations and
+// status), bottomup/podstatus (status), kubeletapi (node name, annotations),
+// unbind, the latency and binding metrics (status), dependents (annotations).
+
+// compactPhysical slims the binding's physical pods (slimPhysicalPod) and
+// shares the repeating strings of them and of the copies beside them.
+func compactPhysical(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		slimPhysicalPod(pod)
+	}
+	return compactPods(obj)
+}
+
+// slimPhysicalPod keeps of a physical pod's spec the node, the deadline and
+// each container's name and image; metadata and status stay whole.
+func slimPhysicalPod(pod *corev1.Pod) {
+	spec := &pod.Spec
+	ephemeral := make([]corev1.EphemeralContainer, len(spec.EphemeralContainers))
+	for i, c := range spec.EphemeralContainers {
+		ephemeral[i].Name, ephemeral[i].Image = c.Name, c.Image
+	}
+	*spec = corev1.PodSpec{
+		NodeName:              spec.NodeName,
+		ActiveDeadlineSeconds: spec.ActiveDeadlineSeconds,
+		InitContainers:        namesAndImages(spec.InitContainers),
+		Containers:            namesAndImages(spec.Containers),
+		EphemeralContainers:   ephemeral,
+	}
+	if len(ephemeral) == 0 {
+		spec.EphemeralContainers = nil
+	}
+}
+
+func namesAndImages(containers []corev1.Container) []corev1.Container {
+	if containers == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(containers))
+	for i, c := range containers {
+		out[i].Name, out[i].Image = c.Name, c.Image
+	}
+	return out
+}

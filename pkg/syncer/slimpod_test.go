@@ -129,6 +129,40 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 	}
 }
 
+// The physical pod cache keeps of the spec the node, the deadline and each
+// container's name and image (what merge.go, ephemeral.go and the kubelet
+// API read), and metadata and status whole.
+func TestCompactPhysicalKeepsWhatTheControllersRead(t *testing.T) {
+	decoded := decodedPod(t, "web-7d9c6b5f4-abcde")
+	decoded.Spec.ActiveDeadlineSeconds = ptr.To[int64](600)
+	decoded.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:1", Command: []string{"true"}}}
+	decoded.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Image: "busybox", Stdin: true, TTY: true}}}
+	obj, err := compactPhysical(decoded.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*corev1.Pod)
+	if !equality.Semantic.DeepEqual(got.ObjectMeta, decoded.ObjectMeta) || !equality.Semantic.DeepEqual(got.Status, decoded.Status) {
+		t.Fatalf("metadata or status changed:\n%+v\nwant\n%+v", got, decoded)
+	}
+	want := corev1.PodSpec{
+		NodeName:              decoded.Spec.NodeName,
+		ActiveDeadlineSeconds: ptr.To[int64](600),
+		InitContainers:        []corev1.Container{{Name: "init", Image: "registry.example/init:1"}},
+		Containers:            []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.42.0"}},
+		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debugger", Image: "busybox"}}},
+	}
+	if !equality.Semantic.DeepEqual(got.Spec, want) {
+		t.Fatalf("spec kept:\n%+v\nwant\n%+v", got.Spec, want)
+	}
+	other, _ := compactPhysical(decodedPod(t, "web-7d9c6b5f4-fghij"))
+	if !sameMemory(got.Spec.Containers[0].Image, other.(*corev1.Pod).Spec.Containers[0].Image) {
+		t.Error("the image two physical pods have in common is not shared")
+	}
+}
+
 // BenchmarkPodCache reports what one pod costs in a pod cache, decoded
 // from protobuf as an informer receives it, stored as decoded (less
 // managedFields) and through compactPods:
@@ -149,6 +183,7 @@ func BenchmarkPodCache(b *testing.B) {
 	}{
 		{"as-decoded", func(obj any) (any, error) { return obj, nil }},
 		{"shared-strings", compactPods},
+		{"physical", compactPhysical},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			b.ReportMetric(cachedBytes(b, encoded, func(data []byte) (any, error) {

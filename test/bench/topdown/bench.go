@@ -259,6 +259,9 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 	if r.heapBefore, err = benchenv.LiveHeap(b.metricsAddr); err != nil {
 		return r, err
 	}
+	if err := b.heapProfile(ctx, b.cfg.profileDir, "syncer-before.heap"); err != nil {
+		return r, err
+	}
 	benchenv.Logf("syncer: creating %d virtual pods bound to virtual nodes (tokens: %v)", b.cfg.pods, b.cfg.tokens)
 	before, err := b.snapshot(ctx)
 	if err != nil {
@@ -297,7 +300,7 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 		return r, err
 	}
 	r.heapBefore, r.heapAfter = r.heapBefore/(1<<20), r.heapAfter/(1<<20)
-	return r, b.heapProfile(ctx, b.cfg.profileDir)
+	return r, b.heapProfile(ctx, b.cfg.profileDir, "syncer.heap")
 }
 
 func freeAddr() (string, error) {

@@ -25,8 +25,10 @@
 //     copies in the mount namespace, its finalizers on virtual objects).
 //
 // --profiles=DIR saves CPU profiles of the syncer and of both apiservers
-// taken over the first seconds of the burst, and the syncer's heap profile
-// once all the burst's pods run (syncer.heap).
+// taken over the first seconds of the burst, and the syncer's heap profiles
+// before the burst and once all its pods run (syncer-before.heap,
+// syncer.heap; go tool pprof -base syncer-before.heap shows what the
+// burst added).
 //
 // The syncer runs as the real kubeocean-syncer binary. Run it with
 // `make bench-topdown`.
@@ -71,7 +73,7 @@ func main() {
 	flag.DurationVar(&cfg.idle, "idle", 5*time.Minute, "idle period whose writes are counted")
 	flag.StringVar(&cfg.syncerBinary, "syncer", "bin/kubeocean-syncer", "path of the kubeocean-syncer binary")
 	flag.BoolVar(&cfg.tokens, "tokens", true, "pods mount a service-account token (false: automountServiceAccountToken: false)")
-	flag.StringVar(&cfg.profileDir, "profiles", "", "save CPU profiles of the syncer and both apiservers over the burst, and the syncer's heap profile after it, in this folder")
+	flag.StringVar(&cfg.profileDir, "profiles", "", "save CPU profiles of the syncer and both apiservers over the burst, and the syncer's heap profiles before and after it, in this folder")
 	flag.DurationVar(&cfg.profileTime, "profile-time", 15*time.Second, "how long the profiles of --profiles run")
 	flag.Parse()
 	cfg.qps = float32(*qps)

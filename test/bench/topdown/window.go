@@ -134,9 +134,10 @@ func (b *bench) profiles(ctx context.Context, dir string, d time.Duration) (wait
 	}
 }
 
-// heapProfile saves the syncer's heap profile into dir (nothing when dir
-// is ""), to see what the cached pods cost.
-func (b *bench) heapProfile(ctx context.Context, dir string) error {
+// heapProfile saves the syncer's heap profile into dir as name (nothing
+// when dir is ""), to see what the cached pods cost: the profile before
+// the burst is the base of the one after (go tool pprof -base).
+func (b *bench) heapProfile(ctx context.Context, dir, name string) error {
 	if dir == "" {
 		return nil
 	}
@@ -144,7 +145,7 @@ func (b *bench) heapProfile(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	return saveTo(dir, "syncer.heap", body)
+	return saveTo(dir, name, body)
 }
 
 // syncerDebug opens path on the syncer's metrics address (run with

@@ -87,6 +87,7 @@ func New(opts Options) (*Controller, error) {
 		},
 		Virtual: opts.VirtualConfigMaps.Informer(), Physical: opts.PhysicalConfigMaps.Informer(), Namespaced: true,
 		HasSynced: pods.HasSynced(),
+		Seen:      s.CopySeen,
 		Metrics:   opts.Metrics,
 	})
 	if err != nil {

@@ -28,6 +28,9 @@ type ControllerOptions[T metav1.Object] struct {
 	HasSynced []cache.InformerSynced
 	// Metrics receives reconcile and queue metrics; nil records none.
 	Metrics *controller.Metrics
+	// Seen, when set, is told of every event of a copy before the event
+	// is mapped to its key (Syncer.CopySeen).
+	Seen func(physical any)
 }
 
 // Controller is what the per-kind controllers (configmap, secret, pvc, pv)
@@ -64,10 +67,16 @@ func NewController[T metav1.Object](opts ControllerOptions[T]) (*Controller[T], 
 	// A copy deleted or edited by someone maps back to its virtual object,
 	// which puts it right. Edits that touch only what is not ours (another
 	// controller's labels) are dropped here.
+	keys, changed := CopyKeys[T](opts.Namespaced), CopyChanged[T]
+	if seen := opts.Seen; seen != nil {
+		mapKeys := keys
+		keys = func(physical T) []cache.ObjectName { seen(physical); return mapKeys(physical) }
+		changed = func(oldObj, newObj T) bool { seen(newObj); return CopyChanged(oldObj, newObj) }
+	}
 	if err := c.Watch(opts.Physical, controller.Handler[T, cache.ObjectName]{
 		Enqueue: c.Enqueue,
-		Keys:    CopyKeys[T](opts.Namespaced),
-		Changed: CopyChanged[T],
+		Keys:    keys,
+		Changed: changed,
 	}); err != nil {
 		return nil, fmt.Errorf("%s: registering physical %s handler: %w", opts.Name, kind, err)
 	}

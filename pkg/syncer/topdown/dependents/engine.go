@@ -173,7 +173,7 @@ func desiredCopy[T object](s *Syncer, k *kind[T], virtual T, at location) T {
 // creating it, updating it or adopting an object that carries our mapping.
 func ensureCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual T, at location) error {
 	desired := desiredCopy(s, k, virtual, at)
-	actual, err := k.physical.lookup(ctx, at.namespace, at.name)
+	actual, err := lookupCopy(ctx, s, k, at)
 	switch {
 	case apierrors.IsNotFound(err):
 		return createCopy(ctx, s, k, virtual, desired)
@@ -183,14 +183,41 @@ func ensureCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual T,
 	return syncCopy(ctx, s, k, virtual, actual, desired, true)
 }
 
+// lookupCopy reads the copy at at from the cache or, while the cache has
+// not shown a copy the Syncer just created, as it was created. The memory
+// is read first: a copy's event drops it only once the cache holds the
+// copy, so one of the two shows it.
+func lookupCopy[T object](ctx context.Context, s *Syncer, k *kind[T], at location) (T, error) {
+	if k.physical.cache == nil {
+		return k.physical.lookup(ctx, at.namespace, at.name)
+	}
+	created, remembered := get[T](&s.created, at.namespace, at.name, s.now())
+	actual, err := k.physical.cached(at.namespace, at.name)
+	switch {
+	case err == nil && remembered:
+		s.created.forget(actual)
+	case apierrors.IsNotFound(err) && remembered:
+		return created, nil
+	}
+	return actual, err
+}
+
 // createCopy creates desired; when the name is taken (by a copy the cache
 // has not seen yet, or by an object without our label) it looks at what is
 // there and adopts it if it carries our mapping.
 func createCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, desired T) error {
 	logger := klog.FromContext(ctx)
-	_, err := k.physical.client(desired.GetNamespace()).Create(ctx, desired, metav1.CreateOptions{})
+	created, err := k.physical.client(desired.GetNamespace()).Create(ctx, desired, metav1.CreateOptions{})
 	switch {
 	case err == nil:
+		if k.physical.cache != nil {
+			// Remembered, then dropped if the cache shows it already: its
+			// event may have come before this answer.
+			s.created.remember(created, s.now())
+			if _, err := k.physical.cached(created.GetNamespace(), created.GetName()); err == nil {
+				s.created.forget(created)
+			}
+		}
 		logger.V(2).Info("Created physical copy", "kind", k.name, "virtual", klog.KObj(virtual), "physical", klog.KObj(desired))
 		return nil
 	case apierrors.IsNotFound(err):
@@ -235,9 +262,10 @@ func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, act
 	updated.SetLabels(labels)
 	updated.SetAnnotations(annotations)
 	k.content.apply(updated, desired)
-	_, err := k.physical.client(actual.GetNamespace()).Update(ctx, updated, metav1.UpdateOptions{})
+	written, err := k.physical.client(actual.GetNamespace()).Update(ctx, updated, metav1.UpdateOptions{})
 	switch {
 	case err == nil:
+		s.created.replace(written, s.now())
 		logger.V(2).Info("Updated physical copy")
 		return nil
 	case apierrors.IsConflict(err) && retry:
@@ -259,6 +287,7 @@ func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, act
 // already is fine.
 func deletePhysical[T object](ctx context.Context, s *Syncer, k *kind[T], actual T) error {
 	uid := actual.GetUID()
+	s.created.forget(actual)
 	err := k.physical.client(actual.GetNamespace()).Delete(ctx, actual.GetName(), metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid},
 	})

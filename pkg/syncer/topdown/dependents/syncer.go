@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"golang.org/x/sync/singleflight"
 
@@ -60,6 +62,15 @@ type Options struct {
 	// Recorder records events on virtual objects, so it must write to the
 	// virtual cluster.
 	Recorder record.EventRecorder
+	// Clock, optional, tells the time (the real clock when nil).
+	Clock clock.PassiveClock
+}
+
+func (o Options) now() func() time.Time {
+	if o.Clock == nil {
+		return time.Now
+	}
+	return o.Clock.Now
 }
 
 // Syncer copies dependent objects of one binding. It is safe for
@@ -81,6 +92,10 @@ type Syncer struct {
 
 	// inflight joins concurrent ensures of one object (see ensure).
 	inflight singleflight.Group
+	// created stands in for the physical caches until they show a copy
+	// just created (see createdCopies).
+	created createdCopies
+	now     func() time.Time
 }
 
 // New builds a Syncer.
@@ -98,6 +113,7 @@ func New(opts Options) (*Syncer, error) {
 		clusterID: opts.ClusterID, mountNamespace: opts.MountNamespace, recorder: opts.Recorder,
 		owner:      ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
 		configMaps: configMapKind(opts, v, p),
+		now:        opts.now(),
 		secrets: &kind[*corev1.Secret]{
 			name: KindSecret, content: secretContent, virtual: virtualSecrets,
 			physical: side[*corev1.Secret]{

@@ -385,3 +385,44 @@ func TestConcurrentEnsuresShareOnePass(t *testing.T) {
 	}
 	e.ExpectWrites("virtual update configmaps app/conf", "physical create configmaps mount/"+naming.PhysicalName(ns, "conf"))
 }
+
+// A copy just created stands in for the cache until the copy's event: the
+// next pod's pass creates nothing (before, it met AlreadyExists and read
+// the copy live). The event, or a minute without one, ends that.
+func TestEnsureRemembersTheCopyItCreated(t *testing.T) {
+	e := dependentstest.New(t, []runtime.Object{dependentstest.ConfigMap("conf", map[string]string{"k": "v"})}, nil)
+	physicalName := naming.PhysicalName(ns, "conf")
+	create := "physical create configmaps mount/" + physicalName
+	ensure := func() {
+		t.Helper()
+		if _, err := e.Syncer.EnsureConfigMap(e.Context(), ns, "conf"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ensure()
+	e.ExpectWrites("virtual update configmaps app/conf", create)
+	ensure() // the caches have shown nothing yet
+	e.ExpectWrites()
+
+	// Deleted by someone once the cache showed it: the events tell.
+	e.SyncCaches()
+	if err := e.Physical.CoreV1().ConfigMaps(mountNS).Delete(e.Context(), physicalName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Writes()
+	e.SyncCaches()
+	ensure()
+	e.ExpectWrites(create)
+
+	// Deleted before the cache showed it, and no event ever came: after a
+	// minute the memory no longer speaks for it.
+	if err := e.Physical.CoreV1().ConfigMaps(mountNS).Delete(e.Context(), physicalName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Writes()
+	ensure()
+	e.ExpectWrites()
+	e.Clock.Step(time.Minute)
+	ensure()
+	e.ExpectWrites(create)
+}

@@ -74,6 +74,7 @@ func New(opts Options) (*Controller, error) {
 		Get:     func(key cache.ObjectName) (*corev1.PersistentVolume, error) { return v.pvs.Get(key.Name) },
 		Virtual: opts.VirtualPVs.Informer(), Physical: opts.PhysicalPVs.Informer(),
 		HasSynced: []cache.InformerSynced{opts.VirtualPVCs.Informer().HasSynced},
+		Seen:      opts.Syncer.CopySeen,
 		Metrics:   opts.Metrics,
 	})
 	if err != nil {

@@ -87,6 +87,7 @@ func New(opts Options) (*Controller, error) {
 		},
 		Virtual: opts.VirtualPVCs.Informer(), Physical: opts.PhysicalPVCs.Informer(), Namespaced: true,
 		HasSynced: pods.HasSynced(),
+		Seen:      s.CopySeen,
 		Metrics:   opts.Metrics,
 	})
 	if err != nil {

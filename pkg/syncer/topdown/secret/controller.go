@@ -100,6 +100,7 @@ func New(opts Options) (*Controller, error) {
 		},
 		Virtual: opts.VirtualSecrets.Informer(), Physical: opts.PhysicalSecrets.Informer(), Namespaced: true,
 		HasSynced: append(pods.HasSynced(), opts.VirtualPVs.Informer().HasSynced),
+		Seen:      opts.Syncer.CopySeen,
 		Metrics:   opts.Metrics,
 	})
 	if err != nil {

@@ -88,7 +88,7 @@ func New(t *testing.T, virtual, physical []runtime.Object) *Env {
 		VirtualPVCs: v.PersistentVolumeClaims().Lister(), VirtualPVs: v.PersistentVolumes().Lister(),
 		PhysicalConfigMaps: p.ConfigMaps().Lister(), PhysicalSecrets: p.Secrets().Lister(),
 		PhysicalPVCs: p.PersistentVolumeClaims().Lister(), PhysicalPVs: p.PersistentVolumes().Lister(),
-		Recorder: e.Recorder,
+		Recorder: e.Recorder, Clock: e.Clock,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,15 @@ func (e *Env) SyncCaches() {
 		{"PersistentVolume", "persistentvolumes", v.PersistentVolumes().Informer(), p.PersistentVolumes().Informer()},
 	} {
 		e.fill(e.Virtual, k.kind, k.resource, k.virtual, marked)
+		// The informers would deliver an event of every copy that came,
+		// changed or went.
+		for _, obj := range k.physical.GetStore().List() {
+			e.Syncer.CopySeen(obj)
+		}
 		e.fill(e.Physical, k.kind, k.resource, k.physical, managed(k.kind != "PersistentVolume"))
+		for _, obj := range k.physical.GetStore().List() {
+			e.Syncer.CopySeen(obj)
+		}
 	}
 	for _, obj := range e.virtualPodsAndNodes {
 		informer := v.Nodes().Informer()
