@@ -67,16 +67,16 @@ func NewController[T metav1.Object](opts ControllerOptions[T]) (*Controller[T], 
 	// A copy deleted or edited by someone maps back to its virtual object,
 	// which puts it right. Edits that touch only what is not ours (another
 	// controller's labels) are dropped here.
-	keys, changed := CopyKeys[T](opts.Namespaced), CopyChanged[T]
-	if seen := opts.Seen; seen != nil {
-		mapKeys := keys
-		keys = func(physical T) []cache.ObjectName { seen(physical); return mapKeys(physical) }
-		changed = func(oldObj, newObj T) bool { seen(newObj); return CopyChanged(oldObj, newObj) }
+	var seen func(T) bool
+	if opts.Seen != nil {
+		// The filter sees every event first, and lets all through.
+		seen = func(physical T) bool { opts.Seen(physical); return true }
 	}
 	if err := c.Watch(opts.Physical, controller.Handler[T, cache.ObjectName]{
 		Enqueue: c.Enqueue,
-		Keys:    keys,
-		Changed: changed,
+		Keys:    CopyKeys[T](opts.Namespaced),
+		Filter:  seen,
+		Changed: CopyChanged[T],
 	}); err != nil {
 		return nil, fmt.Errorf("%s: registering physical %s handler: %w", opts.Name, kind, err)
 	}
