@@ -46,31 +46,26 @@ func keyOf(obj any) (copyKey, bool) {
 	return copyKey{reflect.TypeOf(obj), accessor.GetNamespace(), accessor.GetName()}, true
 }
 
-// remember records obj as just written by the Syncer.
-func (c *createdCopies) remember(obj any, now time.Time) {
+// remember records obj as just created by the Syncer.
+func (c *createdCopies) remember(obj any, now time.Time) { c.record(obj, now, true) }
+
+// replace records obj as the latest write of a copy still remembered.
+func (c *createdCopies) replace(obj any, now time.Time) { c.record(obj, now, false) }
+
+func (c *createdCopies) record(obj any, now time.Time, created bool) {
 	key, ok := keyOf(obj)
 	if !ok {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, remembered := c.copies[key]; !remembered && !created {
+		return
+	}
 	if c.copies == nil {
 		c.copies = map[copyKey]createdCopy{}
 	}
 	c.copies[key] = createdCopy{obj: obj, until: now.Add(createdCopyMemory)}
-}
-
-// replace records obj as the latest write of a copy still remembered.
-func (c *createdCopies) replace(obj any, now time.Time) {
-	key, ok := keyOf(obj)
-	if !ok {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, remembered := c.copies[key]; remembered {
-		c.copies[key] = createdCopy{obj: obj, until: now.Add(createdCopyMemory)}
-	}
 }
 
 // get returns the remembered copy of type T at namespace/name.
