@@ -23,7 +23,9 @@ func (r *recordingInformer) AddEventHandler(h cache.ResourceEventHandler) (cache
 	return registered{}, nil
 }
 
-type registered struct{ cache.ResourceEventHandlerRegistration }
+type registered struct {
+	cache.ResourceEventHandlerRegistration
+}
 
 func (registered) HasSynced() bool { return true }
 
