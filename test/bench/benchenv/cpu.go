@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/kubeocean/kubeocean/test/controlplane"
 )
@@ -99,4 +100,14 @@ func PrintCPU(title string, phases []string, cpu []map[string]float64, per []flo
 	}
 	fmt.Fprintln(w, strings.Join(row, "\t")+"\t")
 	w.Flush()
+}
+
+// CoresBusy is how many cores the processes of cpu (CPU seconds by
+// process) kept busy on average over wall.
+func CoresBusy(cpu map[string]float64, wall time.Duration) float64 {
+	var total float64
+	for _, s := range cpu {
+		total += s
+	}
+	return total / wall.Seconds()
 }

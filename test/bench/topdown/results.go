@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -92,6 +93,8 @@ func (r results) printDetails(cfg config) {
 
 	benchenv.PrintCPU(fmt.Sprintf("CPU of every process (burst %.1f s, floor %.1f s of wall time):", b.window.elapsed.Seconds(), r.floor.elapsed.Seconds()),
 		phases, []map[string]float64{b.window.cpu, r.floor.cpu}, []float64{n, n}, "pod")
+	fmt.Printf("All processes kept %.2f of the machine's %d cores busy on average in the burst, %.2f in the floor.\n",
+		benchenv.CoresBusy(b.window.cpu, b.window.elapsed), runtime.NumCPU(), benchenv.CoresBusy(r.floor.cpu, r.floor.elapsed))
 
 	fmt.Printf("\nDuring %v idle:\n", cfg.idle)
 	benchenv.PrintAPIRequests("Requests in the whole idle period:", []string{"virtual", "physical"},
