@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/unseen"
 )
 
 // object is a typed Kubernetes object, e.g. *corev1.ConfigMap.
@@ -65,6 +66,9 @@ type kind[T object] struct {
 	name              string
 	virtual, physical side[T]
 	content           content[T]
+	// created stands in for the physical cache until it shows a copy
+	// just created (see remembering); nil for kinds not cached.
+	created *unseen.Objects[location, T]
 }
 
 func deepCopy[T object](obj T) T { return obj.DeepCopyObject().(T) }
@@ -191,11 +195,11 @@ func lookupCopy[T object](ctx context.Context, s *Syncer, k *kind[T], at locatio
 	if k.physical.cache == nil {
 		return k.physical.lookup(ctx, at.namespace, at.name)
 	}
-	created, remembered := get[T](&s.created, at.namespace, at.name, s.now())
+	created, remembered := k.created.Get(at, s.now())
 	actual, err := k.physical.cached(at.namespace, at.name)
 	switch {
 	case err == nil && remembered:
-		s.created.forget(actual)
+		k.created.Forget(at)
 	case apierrors.IsNotFound(err) && remembered:
 		return created, nil
 	}
@@ -213,9 +217,10 @@ func createCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, d
 		if k.physical.cache != nil {
 			// Remembered, then dropped if the cache shows it already: its
 			// event may have come before this answer.
-			s.created.remember(created, s.now())
-			if _, err := k.physical.cached(created.GetNamespace(), created.GetName()); err == nil {
-				s.created.forget(created)
+			at := locationOf(created)
+			k.created.Remember(at, created, s.now())
+			if _, err := k.physical.cached(at.namespace, at.name); err == nil {
+				k.created.Forget(at)
 			}
 		}
 		logger.V(2).Info("Created physical copy", "kind", k.name, "virtual", klog.KObj(virtual), "physical", klog.KObj(desired))
@@ -265,7 +270,7 @@ func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, act
 	written, err := k.physical.client(actual.GetNamespace()).Update(ctx, updated, metav1.UpdateOptions{})
 	switch {
 	case err == nil:
-		s.created.replace(written, s.now())
+		k.created.Replace(locationOf(written), written, s.now())
 		logger.V(2).Info("Updated physical copy")
 		return nil
 	case apierrors.IsConflict(err) && retry:
@@ -287,7 +292,7 @@ func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, act
 // already is fine.
 func deletePhysical[T object](ctx context.Context, s *Syncer, k *kind[T], actual T) error {
 	uid := actual.GetUID()
-	s.created.forget(actual)
+	k.created.Forget(locationOf(actual))
 	err := k.physical.client(actual.GetNamespace()).Delete(ctx, actual.GetName(), metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid},
 	})

@@ -92,10 +92,7 @@ type Syncer struct {
 
 	// inflight joins concurrent ensures of one object (see ensure).
 	inflight singleflight.Group
-	// created stands in for the physical caches until they show a copy
-	// just created (see createdCopies).
-	created createdCopies
-	now     func() time.Time
+	now      func() time.Time
 }
 
 // New builds a Syncer.
@@ -112,21 +109,21 @@ func New(opts Options) (*Syncer, error) {
 	return &Syncer{
 		clusterID: opts.ClusterID, mountNamespace: opts.MountNamespace, recorder: opts.Recorder,
 		owner:      ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
-		configMaps: configMapKind(opts, v, p),
+		configMaps: remembering(configMapKind(opts, v, p)),
 		now:        opts.now(),
-		secrets: &kind[*corev1.Secret]{
+		secrets: remembering(&kind[*corev1.Secret]{
 			name: KindSecret, content: secretContent, virtual: virtualSecrets,
 			physical: side[*corev1.Secret]{
 				cache:  func(ns string) getter[*corev1.Secret] { return opts.PhysicalSecrets.Secrets(ns) },
 				client: physicalSecrets,
 			},
-		},
+		}),
 		csiSecrets: &kind[*corev1.Secret]{
 			name: KindSecret, content: secretContent, virtual: virtualSecrets,
 			physical: side[*corev1.Secret]{client: physicalSecrets},
 		},
-		pvcs: pvcKind(opts, v, p),
-		pvs:  pvKind(opts, v, p),
+		pvcs: remembering(pvcKind(opts, v, p)),
+		pvs:  remembering(pvKind(opts, v, p)),
 	}, nil
 }
 

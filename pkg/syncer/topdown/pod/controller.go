@@ -22,6 +22,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/hostports"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/unseen"
 )
 
 // Name names the controller, its queue and its metrics.
@@ -152,8 +153,14 @@ type Controller struct {
 	clock           clock.WithTicker
 	created         createdPods
 	deleted         deletedPods
-	createdTokens   createdTokenSecrets
-	waiters         *waiters
+	// createdTokens are the token Secrets of the mount namespace, by name,
+	// the controller created or renewed that its Secret informer has not
+	// shown yet. The physical pod's events follow their own watch and
+	// often come first; without this memory the pass they bring would
+	// find no token Secret in the cache and create it again, to meet
+	// AlreadyExists (an HTTP 409), a live read and a needless renewal.
+	createdTokens *unseen.Objects[string, *corev1.Secret]
+	waiters       *waiters
 
 	// mountNamespaces reads the mount namespace's labels; nil when not
 	// given.
@@ -196,6 +203,7 @@ func New(opts Options) (*Controller, error) {
 		recorder:        opts.Recorder,
 		clock:           opts.Clock,
 		waiters:         newWaiters(),
+		createdTokens:   unseen.New[string, *corev1.Secret](createdPodTimeout),
 
 		podSecurity:       podSecurity,
 		refusals:          newRefusals(),
@@ -387,10 +395,10 @@ func (c *Controller) isTokenSecret(secret *corev1.Secret) bool {
 
 // tokenSecretKeys maps a token Secret's event to its virtual pod. From its
 // first event on the cache speaks for the Secret, so the controller stops
-// standing in for it with the one it created (see createdTokenSecrets),
+// standing in for it with the one it created (see createdTokens),
 // also when that event is a deletion.
 func (c *Controller) tokenSecretKeys(secret *corev1.Secret) []cache.ObjectName {
-	c.createdTokens.observed(secret.Name)
+	c.createdTokens.Forget(secret.Name)
 	return virtualKeys(secret)
 }
 

@@ -67,64 +67,6 @@ func (e *createdPods) observed(key cache.ObjectName) {
 	delete(e.pods, key)
 }
 
-// createdTokenSecrets remembers, by name, the token Secrets of the mount
-// namespace the controller created or renewed that its Secret informer has
-// not shown yet. The physical pod's events follow their own watch and
-// often come first; without this memory the pass they bring would find no
-// token Secret in the cache and create it again, to meet AlreadyExists
-// (an HTTP 409), a live read and a needless renewal.
-type createdTokenSecrets struct {
-	mu      sync.Mutex
-	secrets map[string]createdTokenSecret
-}
-
-type createdTokenSecret struct {
-	secret *corev1.Secret
-	until  time.Time
-}
-
-// expect records secret as written now.
-func (e *createdTokenSecrets) expect(secret *corev1.Secret, now time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.secrets == nil {
-		e.secrets = map[string]createdTokenSecret{}
-	}
-	e.secrets[secret.Name] = createdTokenSecret{secret: secret, until: now.Add(createdPodTimeout)}
-}
-
-// get is the token Secret name as written, while it is expected to show
-// up; nil once it is not.
-func (e *createdTokenSecrets) get(name string, now time.Time) *corev1.Secret {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	created, ok := e.secrets[name]
-	if !ok {
-		return nil
-	}
-	if !now.Before(created.until) {
-		delete(e.secrets, name)
-		return nil
-	}
-	return created.secret
-}
-
-// pending tells whether name is remembered.
-func (e *createdTokenSecrets) pending(name string) (*corev1.Secret, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	created, ok := e.secrets[name]
-	return created.secret, ok
-}
-
-// observed forgets name: the cache shows it (an event of it came), or it is
-// being deleted.
-func (e *createdTokenSecrets) observed(name string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.secrets, name)
-}
-
 // deletedPodMemory is how long the deletion of a physical pod is
 // remembered: longer than any pass of its virtual pod takes to follow it.
 const deletedPodMemory = 5 * time.Minute

@@ -40,13 +40,13 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 	// create now would only meet AlreadyExists and a live read. It is read
 	// before the cache: the Secret's event drops it only once the cache
 	// holds the Secret, so one of the two shows it.
-	created := c.createdTokens.get(name, c.clock.Now())
+	created, remembered := c.createdTokens.Get(name, c.clock.Now())
 	existing, err := c.physicalSecrets.Secrets(c.mountNamespace).Get(name)
 	switch {
 	case err == nil:
-		c.createdTokens.observed(name)
+		c.createdTokens.Forget(name)
 	case apierrors.IsNotFound(err):
-		if created != nil {
+		if remembered {
 			existing, err = created, nil
 		}
 	default:
@@ -90,7 +90,7 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 	if !found {
 		created, err := c.physicalClient.Secrets(c.mountNamespace).Create(ctx, desired, metav1.CreateOptions{})
 		if err == nil {
-			c.createdTokens.expect(created, now)
+			c.createdTokens.Remember(name, created, now)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			// Our cache is behind, or an older version made it without
@@ -110,12 +110,10 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 		updated.Labels, updated.Annotations, updated.Type, updated.Data = desired.Labels, desired.Annotations, desired.Type, desired.Data
 		renewed, err := c.physicalClient.Secrets(c.mountNamespace).Update(ctx, updated, metav1.UpdateOptions{})
 		if err != nil {
-			c.createdTokens.observed(name)
+			c.createdTokens.Forget(name)
 			return 0, fmt.Errorf("renewing token Secret %s/%s: %w", c.mountNamespace, name, err)
 		}
-		if _, expected := c.createdTokens.pending(name); expected {
-			c.createdTokens.expect(renewed, now)
-		}
+		c.createdTokens.Replace(name, renewed, now)
 		logger.V(2).Info("Renewed token Secret")
 	}
 	return untilRefresh(refreshAt, now), nil
@@ -239,7 +237,7 @@ func (c *Controller) deleteTokenSecret(ctx context.Context, m mapping, virtualUI
 	}
 	name := TokenSecretName(m.name)
 	if m.namespace == c.mountNamespace {
-		c.createdTokens.observed(name)
+		c.createdTokens.Forget(name)
 	}
 	secret, err := c.physicalSecrets.Secrets(m.namespace).Get(name)
 	if apierrors.IsNotFound(err) && m.namespace != c.mountNamespace {
