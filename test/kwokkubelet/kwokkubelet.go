@@ -7,6 +7,7 @@
 package kwokkubelet
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -51,11 +52,7 @@ type Server struct {
 	LogFile string
 	// EchoAddress is where kwok forwards PodPort of every pod.
 	EchoAddress string
-	// Metrics is false when kwok serves no /metrics/resource (the kwok
-	// module could not be read).
-	Metrics bool
-
-	echo net.Listener
+	echo        net.Listener
 }
 
 // New writes kwok's configuration into dir (which must outlive kwok) and
@@ -162,10 +159,8 @@ spec:
 	}
 	metrics, err := resourceMetricsConfig(dir, metricsNode)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "kwok serves no /metrics/resource:", err)
-		return nil
+		return fmt.Errorf("kwok's /metrics/resource: %w", err)
 	}
-	s.Metrics = true
 	s.Args = append(s.Args, "-c", metrics)
 	return nil
 }
@@ -175,14 +170,20 @@ spec:
 // module, not copied) with the path a kubelet has: kwok takes the node
 // from the path, or else from the Metric's name.
 func resourceMetricsConfig(dir, node string) (string, error) {
-	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok")
-	list.Dir = testenv.RepoPath("hack/tools/kwok")
-	out, err := list.Output()
+	// `go mod download` fills the module folder and names it; `go list -m`
+	// alone names an empty folder on a cold module cache (the testbin's
+	// binaries may be cached while the module cache is not).
+	download := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/kwok")
+	download.Dir = testenv.RepoPath("hack/tools/kwok")
+	out, err := download.Output()
 	if err != nil {
-		return "", fmt.Errorf("locating the kwok module: %w", err)
+		return "", fmt.Errorf("downloading the kwok module: %w", err)
 	}
-	module := strings.TrimSpace(string(out))
-	metric, err := os.ReadFile(filepath.Join(module, "kustomize/metrics/resource/metrics-resource.yaml"))
+	var module struct{ Dir string }
+	if err := json.Unmarshal(out, &module); err != nil || module.Dir == "" {
+		return "", fmt.Errorf("locating the kwok module in %q: %v", out, err)
+	}
+	metric, err := os.ReadFile(filepath.Join(module.Dir, "kustomize/metrics/resource/metrics-resource.yaml"))
 	if err != nil {
 		return "", err
 	}
