@@ -165,7 +165,8 @@ func TestCompactPhysicalKeepsWhatTheControllersRead(t *testing.T) {
 
 // BenchmarkPodCache reports what one pod costs in a pod cache, decoded
 // from protobuf as an informer receives it, stored as decoded (less
-// managedFields) and through compactPods:
+// managedFields), through compactPods (also with garbage collections while
+// the cache fills) and through compactPhysical:
 // go test ./pkg/syncer -run - -bench PodCache
 func BenchmarkPodCache(b *testing.B) {
 	const pods = 1000
@@ -178,15 +179,18 @@ func BenchmarkPodCache(b *testing.B) {
 		encoded[i] = data
 	}
 	for _, tt := range []struct {
-		name      string
-		transform func(any) (any, error)
+		name         string
+		transform    func(any) (any, error)
+		collectEvery int
 	}{
-		{"as-decoded", func(obj any) (any, error) { return obj, nil }},
-		{"shared-strings", compactPods},
-		{"physical", compactPhysical},
+		{"as-decoded", func(obj any) (any, error) { return obj, nil }, 0},
+		{"shared-strings", compactPods, 0},
+		// Strings stay shared across collections while the cache fills.
+		{"shared-strings-collecting", compactPods, 50},
+		{"physical", compactPhysical, 0},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			b.ReportMetric(cachedBytes(b, encoded, func(data []byte) (any, error) {
+			b.ReportMetric(cachedBytes(b, encoded, tt.collectEvery, func(data []byte) (any, error) {
 				pod := &corev1.Pod{}
 				return pod, pod.Unmarshal(data)
 			}, tt.transform), "B/cached-pod")

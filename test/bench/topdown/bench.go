@@ -81,6 +81,9 @@ func (b *bench) lendNodes(ctx context.Context) error {
 	if b.cfg.podWorkers > 0 {
 		args = append(args, fmt.Sprintf("--pod-workers=%d", b.cfg.podWorkers))
 	}
+	if b.cfg.syncerVerbosity > 0 {
+		args = append(args, fmt.Sprintf("-v=%d", b.cfg.syncerVerbosity))
+	}
 	b.syncer, err = benchenv.StartSyncer(b.cfg.syncerBinary, b.virtual, bindingName, args...)
 	if err != nil {
 		return err
@@ -221,7 +224,11 @@ func isRunning(pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRunn
 type burst struct {
 	exist, running            time.Duration
 	createLatency, runLatency latency
-	window                    window
+	// kubeletLatency is kwok's part: physical pod seen → physical Running.
+	// While it is short, a new pod's UID and first status go to the
+	// virtual pod in one write.
+	kubeletLatency latency
+	window         window
 	// rssBefore and rssAfter are the syncer's RSS (MiB) before the burst
 	// and once all its pods run.
 	rssBefore, rssAfter float64
@@ -292,6 +299,7 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 	}
 	r.createLatency = tl.latencies(tl.created, tl.physicalSeen)
 	r.runLatency = tl.latencies(tl.physicalRun, tl.virtualRun)
+	r.kubeletLatency = tl.latencies(tl.physicalSeen, tl.physicalRun)
 	waitProfiles()
 	if r.rssAfter, err = b.syncer.RSS(); err != nil {
 		return r, err

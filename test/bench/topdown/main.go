@@ -51,6 +51,7 @@ import (
 type config struct {
 	pods, nodes, steadyPods int
 	podWorkers              int
+	syncerVerbosity         int
 	rate                    float64
 	qps                     float32
 	burst                   int
@@ -68,6 +69,7 @@ func main() {
 	flag.IntVar(&cfg.steadyPods, "steady-pods", 200, "pods of the latency phase")
 	flag.Float64Var(&cfg.rate, "rate", 20, "pods per second in the latency phase")
 	flag.IntVar(&cfg.podWorkers, "pod-workers", 0, "the syncer's --pod-workers (0: its default)")
+	flag.IntVar(&cfg.syncerVerbosity, "syncer-v", 0, "the syncer's log verbosity -v (0: its default); the log is kept with KUBEOCEAN_KEEP_TESTDIR=1")
 	qps := flag.Float64("qps", 300, "physical client QPS of the syncer and of the floor client")
 	flag.IntVar(&cfg.burst, "burst", 600, "physical client burst of the syncer and of the floor client")
 	flag.DurationVar(&cfg.idle, "idle", 5*time.Minute, "idle period whose writes are counted")

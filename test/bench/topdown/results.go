@@ -37,6 +37,7 @@ func (r results) print(cfg config) {
 		n/b.running.Seconds(), n/r.floorRunning.Seconds(), r.floorRunning.Seconds()/b.running.Seconds())
 	fmt.Fprintf(w, "burst: virtual create → physical exists, p50 / p99\t%v\t\t\tp99 < 5s\n", b.createLatency)
 	fmt.Fprintf(w, "burst: physical Running → virtual Running, p50 / p99\t%v\t\t\tp99 < 2s\n", b.runLatency)
+	fmt.Fprintf(w, "burst: physical exists → physical Running (kwok), p50 / p99\t%v\t\t\t\n", b.kubeletLatency)
 	fmt.Fprintf(w, "steady %.0f/s: virtual create → physical exists, p50 / p99\t%v\t\t\tp99 < 1s\n", cfg.rate, r.createLatency)
 	fmt.Fprintf(w, "steady %.0f/s: physical Running → virtual Running, p50 / p99\t%v\t\t\t\n", cfg.rate, r.statusLatency)
 	fmt.Fprintf(w, "syncer CPU per synced pod (ms)\t%.2f\t\t\t≤ 2\n", b.window.cpu["syncer"]*1000/n)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -270,6 +271,28 @@ func TestReconcileRecordsTheUIDWithTheFirstReport(t *testing.T) {
 		}
 		if len(f.controller.lag.unreportedSince) != 0 {
 			t.Errorf("a reported pod is still awaited: %v", f.controller.lag.unreportedSince)
+		}
+	})
+	t.Run("a report as late as under a burst", func(t *testing.T) {
+		// In a 10,000-pod burst kwok's first report came 10 s (p50) to
+		// 20 s (p99) after the pod; the UID still waits for it.
+		f := newFixture(t, pods(fresh), pods(virtualPod()), pods(virtualPod()))
+		clock := testingclock.NewFakePassiveClock(now)
+		f.controller.clock = clock
+		f.reconcileResult(t)
+		clock.SetTime(now.Add(20 * time.Second))
+		if result := f.reconcileResult(t); result.RequeueAfter != unreportedGrace-20*time.Second {
+			t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, unreportedGrace-20*time.Second)
+		}
+		if _, wrote := writtenUID(t, f); wrote {
+			t.Fatal("the UID was written alone 20 s after the pod, before its first report")
+		}
+		if err := f.physicalPods.Update(physicalPod()); err != nil {
+			t.Fatal(err)
+		}
+		f.reconcileResult(t)
+		if pod, wrote := writtenUID(t, f); !wrote || pod.Status.Phase != corev1.PodRunning {
+			t.Errorf("want the UID and the running status in one write, got %v", pod)
 		}
 	})
 	t.Run("no report within the grace period", func(t *testing.T) {
