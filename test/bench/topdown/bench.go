@@ -211,9 +211,10 @@ func (b *bench) floor(ctx context.Context) (exist, running time.Duration, w wind
 func (b *bench) clearFloor(ctx context.Context) error {
 	benchenv.Logf("floor: deleting its %d pods", b.cfg.pods)
 	pods := b.physKube.CoreV1().Pods(floorNS)
+	// Past the request timeout the apiserver goes on deleting: a timeout
+	// is waited out like a success.
 	err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 	if err != nil && !apierrors.IsServerTimeout(err) && !apierrors.IsTimeout(err) {
-		// Past the request timeout the apiserver goes on deleting: wait.
 		return fmt.Errorf("deleting the floor's pods: %w", err)
 	}
 	_, err = benchenv.WaitUntil(ctx, time.Now(), 10*time.Minute, "floor pods gone", func(ctx context.Context) (bool, string, error) {

@@ -16,11 +16,12 @@ const unclaimedGrace = 10 * time.Second
 // while its kubelet has not reported on it yet: its first report usually
 // comes in a moment, and the UID goes with it in one write instead of two.
 // Kubelets report late exactly when many pods start at once: in a
-// 10,000-pod benchmark kwok's first report came 10 s after the pod (p50;
-// p99 20 s), and with a shorter wait nearly every pod cost a second
-// write. Until the UID is recorded, a physical pod deleted by someone else
-// is created again rather than failing its virtual pod, which for a pod
-// its kubelet never reported on is the better outcome anyway.
+// 10,000-pod benchmark kwok's first report came up to 4 s after the pod
+// (p99), and 10–24 s (p50) when kwok ran twice the pods; with a 1 s wait,
+// most pods of that second run cost a second write. Until the UID is
+// recorded, a physical pod deleted by someone else is created again
+// rather than failing its virtual pod, which for a pod its kubelet never
+// reported on is the better outcome anyway.
 const unreportedGrace = 30 * time.Second
 
 // cacheLag remembers, per physical pod, what the virtual pod cache has not
