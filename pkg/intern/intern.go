@@ -40,7 +40,8 @@ func Map(m map[string]string) map[string]string {
 type handles struct {
 	mu                sync.Mutex
 	current, previous map[unique.Handle[string]]struct{}
-	rotations         int
+	// rotations counts the collections seen, for the tests.
+	rotations int
 }
 
 var recent = newHandles()
@@ -74,11 +75,4 @@ func (h *handles) rotate() {
 	defer h.mu.Unlock()
 	h.previous, h.current = h.current, make(map[unique.Handle[string]]struct{}, len(h.current))
 	h.rotations++
-}
-
-// rotationsSoFar reports how many collections the sets have seen.
-func (h *handles) rotationsSoFar() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.rotations
 }

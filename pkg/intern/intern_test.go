@@ -92,3 +92,10 @@ func waitForRotation(t *testing.T, before int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// rotationsSoFar reports how many collections the sets have seen.
+func (h *handles) rotationsSoFar() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rotations
+}
