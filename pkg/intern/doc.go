@@ -1,14 +1,20 @@
-// Package intern makes strings that repeat across many cached objects
-// (label keys and values, node conditions, namespace and node names) share
-// one copy. Objects decoded from the API hold a private copy of every
-// string; across thousands of nodes and pods these copies add up to
-// megabytes that say the same thing.
+// Package intern makes what repeats across many cached objects share one
+// copy: strings (label keys and values, node conditions, namespace and node
+// names) and whole values such as the label map, the resource requests or
+// the container list that the pods of one workload have in common. Objects
+// decoded from the API hold a private copy of all of it; across thousands
+// of nodes and pods these copies add up to megabytes that say the same
+// thing.
 //
-// Interned strings are ordinary strings: nothing changes for readers. The
-// canonical copies are weakly held by the unique package; this package
-// keeps each one's handle for two garbage collections after it was last
-// interned, so that sharing survives collections while a string that
-// nothing interns any more is still freed.
+// Interned strings are ordinary strings: nothing changes for readers.
+// Shared maps and slices are ordinary too, but one of them is held by many
+// objects, so, like every object of an informer's cache, it must not be
+// modified in place (a DeepCopy of the object separates it).
+//
+// The canonical strings are weakly held by the unique package; this
+// package keeps each one's handle, and each shared value, for two garbage
+// collections after it was last asked for, so that sharing survives
+// collections while what nothing asks for any more is still freed.
 //
 // Not part of Kubeocean's library: this package is implementation, with no
 // compatibility promise; it may change in any release. See docs/library.md.

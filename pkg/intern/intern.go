@@ -1,6 +1,8 @@
 package intern
 
 import (
+	"hash/maphash"
+	"maps"
 	"runtime"
 	"sync"
 	"unique"
@@ -17,7 +19,7 @@ func String(s string) string {
 }
 
 // Map returns a copy of m, sized to fit, with keys and values interned; nil
-// stays nil.
+// stays nil. The copy is the caller's own.
 func Map(m map[string]string) map[string]string {
 	if m == nil {
 		return nil
@@ -29,7 +31,121 @@ func Map(m map[string]string) map[string]string {
 	return out
 }
 
-// handles keeps the handles of the strings interned since the last two
+// SharedMap returns a map equal to m that every caller passing an equal
+// map shares (nil stays nil): for maps that repeat whole across objects,
+// such as the labels of the pods of one workload. The result must not be
+// modified; copy it first, as a DeepCopy of the object holding it does.
+func SharedMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	return sharedMaps.Of(m)
+}
+
+// SharedKeys returns a map with the keys of m and nil values that every
+// caller passing the same keys shares (nil stays nil): for the data of an
+// object cached without its values. The result must not be modified.
+func SharedKeys(m map[string][]byte) map[string][]byte {
+	if m == nil {
+		return nil
+	}
+	return sharedKeys.Of(m)
+}
+
+var (
+	sharedMaps = NewValues(hashMap, maps.Equal[map[string]string], Map)
+	sharedKeys = NewValues(hashKeys, sameKeys, internKeys)
+)
+
+var seed = maphash.MakeSeed()
+
+// Hash hashes s with the seed of this process, for the hash functions of
+// Values.
+func Hash(s string) uint64 { return maphash.String(seed, s) }
+
+// hashMap does not depend on the order of m's entries.
+func hashMap(m map[string]string) uint64 {
+	sum := uint64(len(m))
+	for k, v := range m {
+		sum += maphash.Comparable(seed, [2]string{k, v})
+	}
+	return sum
+}
+
+func hashKeys(m map[string][]byte) uint64 {
+	sum := uint64(len(m))
+	for k := range m {
+		sum += Hash(k)
+	}
+	return sum
+}
+
+func sameKeys(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// internKeys is a copy of m's keys, interned, with nil values.
+func internKeys(m map[string][]byte) map[string][]byte {
+	out := make(map[string][]byte, len(m))
+	for k := range m {
+		out[String(k)] = nil
+	}
+	return out
+}
+
+// Values shares equal values of T: Of returns, for a value equal to one
+// it returned during the last two garbage collections, that same value,
+// and otherwise keeps a canonical copy of the new one. For slices and maps
+// that many cached objects hold with the same contents; what Of returns
+// is shared and must not be modified. A value nothing asks for during two
+// collections is forgotten (the objects holding it keep it), so the
+// tables follow what is in use and do not grow with the caches.
+type Values[T any] struct {
+	hash      func(T) uint64
+	equal     func(a, b T) bool
+	canonical func(T) T
+	seen      generations[uint64, []T]
+}
+
+// NewValues returns a Values whose canonical copies are made by canonical;
+// hash must give equal values equal hashes.
+func NewValues[T any](hash func(T) uint64, equal func(a, b T) bool, canonical func(T) T) *Values[T] {
+	v := &Values[T]{hash: hash, equal: equal, canonical: canonical}
+	v.seen.init()
+	rotateAfterCollections(&v.seen)
+	return v
+}
+
+// Of returns the shared value equal to x.
+func (v *Values[T]) Of(x T) T {
+	h := v.hash(x)
+	v.seen.mu.Lock()
+	defer v.seen.mu.Unlock()
+	for _, c := range v.seen.current[h] {
+		if v.equal(c, x) {
+			return c
+		}
+	}
+	for _, c := range v.seen.previous[h] {
+		if v.equal(c, x) {
+			v.seen.current[h] = append(v.seen.current[h], c)
+			return c
+		}
+	}
+	c := v.canonical(x)
+	v.seen.current[h] = append(v.seen.current[h], c)
+	return c
+}
+
+// recent keeps the handles of the strings interned since the last two
 // garbage collections. The unique package forgets a canonical copy at the
 // first collection after its last handle is dropped, even while cached
 // objects still hold the copy's bytes; without this, every collection
@@ -37,18 +153,16 @@ func Map(m map[string]string) map[string]string {
 // consecutive cycles would be held twice. Kept this way, a string interned
 // at least once every other collection keeps one copy, and one nothing
 // interns any more is forgotten two collections later.
-type handles struct {
-	mu                sync.Mutex
-	current, previous map[unique.Handle[string]]struct{}
-	// rotations counts the collections seen, for the tests.
-	rotations int
-}
-
 var recent = newHandles()
 
+type handles struct {
+	generations[unique.Handle[string], struct{}]
+}
+
 func newHandles() *handles {
-	h := &handles{current: map[unique.Handle[string]]struct{}{}}
-	h.armRotation()
+	h := &handles{}
+	h.init()
+	rotateAfterCollections(&h.generations)
 	return h
 }
 
@@ -58,21 +172,56 @@ func (h *handles) keep(handle unique.Handle[string]) {
 	h.mu.Unlock()
 }
 
-// armRotation rotates the sets after the next garbage collection, and
-// again after each one that follows: the cleanup of an unreachable
-// sentinel runs once per collection that finds it. The sentinel is larger
-// than the tiny allocator's blocks, whose cleanups may never run.
-func (h *handles) armRotation() {
-	sentinel := new([32]byte)
-	runtime.AddCleanup(sentinel, func(h *handles) {
-		h.rotate()
-		h.armRotation()
-	}, h)
+// generations holds what was used since the last two garbage collections:
+// the current set, and the previous one that the next collection drops.
+type generations[K comparable, V any] struct {
+	mu                sync.Mutex
+	current, previous map[K]V
 }
 
-func (h *handles) rotate() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.previous, h.current = h.current, make(map[unique.Handle[string]]struct{}, len(h.current))
-	h.rotations++
+func (g *generations[K, V]) init() { g.current = map[K]V{} }
+
+func (g *generations[K, V]) rotate() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.previous, g.current = g.current, make(map[K]V, len(g.current))
+}
+
+type rotator interface{ rotate() }
+
+var rotators struct {
+	sync.Mutex
+	all []rotator
+	// rounds counts the collections after which all were rotated, for the
+	// tests.
+	rounds int
+}
+
+// rotateAfterCollections rotates r after each garbage collection from now
+// on.
+func rotateAfterCollections(r rotator) {
+	rotators.Lock()
+	defer rotators.Unlock()
+	if rotators.all == nil {
+		armRotation()
+	}
+	rotators.all = append(rotators.all, r)
+}
+
+// armRotation rotates the registered sets after the next garbage
+// collection, and again after each one that follows: the cleanup of an
+// unreachable sentinel runs once per collection that finds it. The
+// sentinel is larger than the tiny allocator's blocks, whose cleanups may
+// never run.
+func armRotation() {
+	sentinel := new([32]byte)
+	runtime.AddCleanup(sentinel, func(struct{}) {
+		rotators.Lock()
+		defer rotators.Unlock()
+		for _, r := range rotators.all {
+			r.rotate()
+		}
+		rotators.rounds++
+		armRotation()
+	}, struct{}{})
 }

@@ -1,6 +1,8 @@
 package intern
 
 import (
+	"maps"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -40,15 +42,104 @@ func TestMap(t *testing.T) {
 	}
 }
 
+func TestSharedMap(t *testing.T) {
+	if SharedMap(nil) != nil {
+		t.Fatal("nil must stay nil")
+	}
+	labels := func() map[string]string {
+		return map[string]string{fresh("app"): fresh("web"), fresh("pod-template-hash"): fresh("7d9c6b5f4")}
+	}
+	one, two := SharedMap(labels()), SharedMap(labels())
+	if !maps.Equal(one, labels()) {
+		t.Fatalf("SharedMap changed the contents: %v", one)
+	}
+	if !sameMap(one, two) {
+		t.Fatal("equal maps were not shared")
+	}
+	other := labels()
+	other["pod-template-hash"] = "5f4c3b2a1"
+	if three := SharedMap(other); sameMap(one, three) || three["pod-template-hash"] != "5f4c3b2a1" {
+		t.Fatalf("a different map was shared with an equal one's: %v", three)
+	}
+	if empty := SharedMap(map[string]string{}); empty == nil || len(empty) != 0 {
+		t.Fatalf("an empty map must stay empty and not nil: %v", empty)
+	}
+}
+
+func TestSharedKeys(t *testing.T) {
+	if SharedKeys(nil) != nil {
+		t.Fatal("nil must stay nil")
+	}
+	data := func(token string) map[string][]byte {
+		return map[string][]byte{fresh("token"): []byte(token), fresh("ca.crt"): []byte("ca"), fresh("namespace"): []byte("shop")}
+	}
+	one, two := SharedKeys(data("a")), SharedKeys(data("b"))
+	if len(one) != 3 || !sameKeys(one, data("")) {
+		t.Fatalf("SharedKeys changed the keys: %v", one)
+	}
+	for k, v := range one {
+		if v != nil {
+			t.Fatalf("the value of %q was kept", k)
+		}
+	}
+	if !sameMap(one, two) {
+		t.Fatal("maps with the same keys were not shared")
+	}
+	if three := SharedKeys(map[string][]byte{"token": nil}); sameMap(one, three) {
+		t.Fatal("maps with different keys were shared")
+	}
+}
+
+// TestSharedValuesOutliveAndForget: a shared value stays shared across one
+// collection, and a table forgets it two collections after it was last
+// asked for (the objects holding it keep it).
+func TestSharedValuesOutliveAndForget(t *testing.T) {
+	labels := func() map[string]string { return map[string]string{fresh("kubeocean.io/outlives"): fresh("yes")} }
+	first := SharedMap(labels())
+	collect(t)
+	if !sameMap(first, SharedMap(labels())) {
+		t.Fatal("a map shared before a collection was copied again after it")
+	}
+	collect(t)
+	collect(t)
+	sharedMaps.seen.mu.Lock()
+	defer sharedMaps.seen.mu.Unlock()
+	for _, set := range []map[uint64][]map[string]string{sharedMaps.seen.current, sharedMaps.seen.previous} {
+		for _, kept := range set[hashMap(labels())] {
+			if sameMap(kept, first) {
+				t.Fatal("still kept two collections after it was last asked for")
+			}
+		}
+	}
+}
+
+// sameMap reports whether a and b are one map, not two equal ones.
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// collect runs a garbage collection and waits until the cleanup that
+// follows it has rotated the sets; cleanups run on their own goroutine.
+func collect(t *testing.T) {
+	t.Helper()
+	before := rotationsSoFar()
+	runtime.GC()
+	deadline := time.Now().Add(10 * time.Second)
+	for rotationsSoFar() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no rotation after a garbage collection")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestSharingOutlivesAGarbageCollection interns a string, keeps only its
 // bytes (as a cached object does) and interns it again after a collection:
 // the second call must return the same copy. The unique package alone
 // forgets the copy at the collection, once the handle is gone.
 func TestSharingOutlivesAGarbageCollection(t *testing.T) {
 	first := String(fresh("kubeocean.io/survives-a-collection"))
-	before := recent.rotationsSoFar()
-	runtime.GC()
-	waitForRotation(t, before)
+	collect(t)
 	again := String(fresh("kubeocean.io/survives-a-collection"))
 	if unsafe.StringData(first) != unsafe.StringData(again) {
 		t.Fatal("a string interned before a collection was copied again after it")
@@ -61,11 +152,8 @@ func TestSharingOutlivesAGarbageCollection(t *testing.T) {
 // canonical copy is gone from the sets.
 func TestForgottenAfterTwoCollections(t *testing.T) {
 	String(fresh("kubeocean.io/forgotten"))
-	for range 2 {
-		before := recent.rotationsSoFar()
-		runtime.GC()
-		waitForRotation(t, before)
-	}
+	collect(t)
+	collect(t)
 	recent.mu.Lock()
 	defer recent.mu.Unlock()
 	for h := range recent.current {
@@ -80,22 +168,10 @@ func TestForgottenAfterTwoCollections(t *testing.T) {
 	}
 }
 
-// waitForRotation waits until the cleanup that follows a collection has
-// rotated the sets; cleanups run on their own goroutine.
-func waitForRotation(t *testing.T, before int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for recent.rotationsSoFar() == before {
-		if time.Now().After(deadline) {
-			t.Fatal("no rotation after a garbage collection")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// rotationsSoFar reports how many collections the sets have seen.
-func (h *handles) rotationsSoFar() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.rotations
+// rotationsSoFar reports after how many collections the sets were
+// rotated.
+func rotationsSoFar() int {
+	rotators.Lock()
+	defer rotators.Unlock()
+	return rotators.rounds
 }

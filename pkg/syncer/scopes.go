@@ -86,17 +86,11 @@ func dropTokenValues(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	secret.Labels, secret.Annotations = intern.Map(secret.Labels), intern.Map(secret.Annotations)
+	secret.Labels, secret.Annotations = intern.SharedMap(secret.Labels), intern.Map(secret.Annotations)
 	if secret.Labels[pod.LabelPodToken] != "true" {
 		return secret, nil
 	}
-	if secret.Data != nil {
-		keys := make(map[string][]byte, len(secret.Data))
-		for key := range secret.Data {
-			keys[intern.String(key)] = nil
-		}
-		secret.Data = keys
-	}
+	secret.Data = intern.SharedKeys(secret.Data)
 	return secret, nil
 }
 

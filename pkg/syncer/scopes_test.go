@@ -167,6 +167,17 @@ func TestDropTokenValues(t *testing.T) {
 	if !sameMemory(other.Labels[pod.LabelPodToken], token.Labels[pod.LabelPodToken]) {
 		t.Error("the label two token Secrets have in common is not shared")
 	}
+	third := &corev1.Secret{Data: map[string][]byte{strings.Clone("ca.crt"): []byte("ca2"), strings.Clone("token"): []byte("t2")}}
+	third.Labels = map[string]string{strings.Clone(pod.LabelPodToken): strings.Clone("true")}
+	if _, err := dropTokenValues(third); err != nil {
+		t.Fatal(err)
+	}
+	if !sameMap(third.Data, token.Data) || !sameMap(third.Labels, token.Labels) {
+		t.Error("the keys or labels of two token Secrets that have the same are not one map")
+	}
+	if sameMap(other.Data, token.Data) {
+		t.Error("token Secrets with different keys share their keys")
+	}
 }
 
 func TestVirtualPodScopeKeepsPodsOnTheBindingsVirtualNodes(t *testing.T) {

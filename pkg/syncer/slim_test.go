@@ -47,6 +47,11 @@ func decodedNode(name string) *corev1.Node {
 
 func sameMemory(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
+// sameMap reports whether a and b are one map, not two equal ones.
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
 func TestCompactPhysicalNodeKeepsWhatControllersRead(t *testing.T) {
 	full := decodedNode("worker-a")
 	obj, err := compactPhysicalNode(full.DeepCopy())
@@ -111,10 +116,6 @@ func TestCompactOwnedKeepsEveryField(t *testing.T) {
 	if err != nil || !equality.Semantic.DeepEqual(kept, lease) {
 		t.Fatalf("compactOwned changed a Lease: %+v, %v", kept, err)
 	}
-}
-
-func sameMap(a, b corev1.ResourceList) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 func TestCompactOwnedSharesCapacityWithEqualAllocatable(t *testing.T) {

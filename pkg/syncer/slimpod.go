@@ -1,6 +1,8 @@
 package syncer
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -11,9 +13,12 @@ import (
 // pod twice, as the virtual pod and as the physical pod made for it, and
 // pods of one workload say mostly the same thing: namespace, label keys and
 // values, annotation keys, images, container and volume names, mount
-// paths, condition types and reasons, node names. compactPod shares those
-// strings (package intern) and keeps every field, so nothing changes for
-// readers; the controllers write pods back from what they read.
+// paths, condition types and reasons, node names; most of them carry the
+// same labels. compactPod shares those strings and label maps (package
+// intern), sizes the slices that decoding grows by doubling to fit, and
+// keeps every field, so nothing changes for readers; the controllers write
+// pods back from what they read (after a DeepCopy, as cached objects are
+// shared and read-only).
 
 // compactPods shares the repeating strings of pods and the labels and
 // annotations of any other object a scope holds.
@@ -23,10 +28,20 @@ func compactPods(obj any) (any, error) {
 		return pod, nil
 	}
 	if accessor, err := meta.Accessor(obj); err == nil {
-		accessor.SetLabels(intern.Map(accessor.GetLabels()))
+		accessor.SetLabels(intern.SharedMap(accessor.GetLabels()))
 		accessor.SetAnnotations(intern.Map(accessor.GetAnnotations()))
 	}
 	return obj, nil
+}
+
+// fit returns s in an array of its length: decoding appends element by
+// element, which leaves up to half of the array unused. Empty slices stay
+// as they are.
+func fit[T any](s []T) []T {
+	if cap(s) == len(s) || len(s) == 0 {
+		return s
+	}
+	return append(make([]T, 0, len(s)), s...)
 }
 
 // shared is intern.String for the string types of the API.
@@ -35,7 +50,7 @@ func shared[T ~string](s T) T { return T(intern.String(string(s))) }
 func compactPod(pod *corev1.Pod) {
 	pod.Namespace = shared(pod.Namespace)
 	pod.GenerateName = shared(pod.GenerateName)
-	pod.Labels = intern.Map(pod.Labels)
+	pod.Labels = intern.SharedMap(pod.Labels)
 	pod.Annotations = intern.Map(pod.Annotations)
 	for i := range pod.OwnerReferences {
 		ref := &pod.OwnerReferences[i]
@@ -46,6 +61,10 @@ func compactPod(pod *corev1.Pod) {
 	}
 
 	spec := &pod.Spec
+	spec.InitContainers, spec.Containers = fit(spec.InitContainers), fit(spec.Containers)
+	spec.Overhead = shareResources(spec.Overhead)
+	shareRequirements(spec.Resources)
+	spec.Volumes, spec.Tolerations = fit(spec.Volumes), fit(spec.Tolerations)
 	spec.NodeName = shared(spec.NodeName)
 	spec.ServiceAccountName = shared(spec.ServiceAccountName)
 	spec.DeprecatedServiceAccount = shared(spec.DeprecatedServiceAccount)
@@ -86,6 +105,8 @@ func compactPod(pod *corev1.Pod) {
 	}
 
 	status := &pod.Status
+	status.Conditions = fit(status.Conditions)
+	status.InitContainerStatuses, status.ContainerStatuses = fit(status.InitContainerStatuses), fit(status.ContainerStatuses)
 	status.Phase = shared(status.Phase)
 	status.QOSClass = shared(status.QOSClass)
 	status.Reason = shared(status.Reason)
@@ -105,6 +126,8 @@ func compactPod(pod *corev1.Pod) {
 }
 
 func compactContainer(c *corev1.Container) {
+	c.Env, c.VolumeMounts = fit(c.Env), fit(c.VolumeMounts)
+	shareRequirements(&c.Resources)
 	c.Name = shared(c.Name)
 	c.Image = shared(c.Image)
 	c.ImagePullPolicy = shared(c.ImagePullPolicy)
@@ -191,6 +214,8 @@ func compactContainerStatus(s *corev1.ContainerStatus) {
 	s.Name = shared(s.Name)
 	s.Image = shared(s.Image)
 	s.ImageID = shared(s.ImageID)
+	s.AllocatedResources = shareResources(s.AllocatedResources)
+	shareRequirements(s.Resources)
 	if w := s.State.Waiting; w != nil {
 		w.Reason, w.Message = shared(w.Reason), shared(w.Message)
 	}
@@ -200,6 +225,46 @@ func compactContainerStatus(s *corev1.ContainerStatus) {
 	if t := s.LastTerminationState.Terminated; t != nil {
 		t.Reason, t.Message = shared(t.Reason), shared(t.Message)
 	}
+}
+
+// resourceLists shares the resource lists (requests, limits, what the
+// kubelet reports as allocated) that the containers of one workload have
+// in common. Lists count as equal only when they would be written alike:
+// the same value in the same format.
+var resourceLists = intern.NewValues(hashResources, identicalResources, compactResources)
+
+func shareResources(list corev1.ResourceList) corev1.ResourceList {
+	if list == nil {
+		return nil
+	}
+	return resourceLists.Of(list)
+}
+
+func shareRequirements(r *corev1.ResourceRequirements) {
+	if r != nil {
+		r.Requests, r.Limits = shareResources(r.Requests), shareResources(r.Limits)
+	}
+}
+
+func hashResources(list corev1.ResourceList) uint64 {
+	h := uint64(len(list))
+	for name, q := range list {
+		h += intern.Hash(string(name))*prime64 ^ intern.Hash(q.String())
+	}
+	return h
+}
+
+func identicalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, x := range a {
+		y, ok := b[name]
+		if !ok || x.Format != y.Format || x.Cmp(y) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // The informer transform of the binding's physical objects (boundScope).
@@ -213,17 +278,50 @@ func compactContainerStatus(s *corev1.ContainerStatus) {
 // status), bottomup/podstatus (status), kubeletapi (node name, annotations),
 // unbind, the latency and binding metrics (status), dependents (annotations).
 
-// compactPhysical slims the binding's physical pods (slimPhysicalPod) and
-// shares the repeating strings of them and of the copies beside them.
+// compactPhysical slims the binding's physical pods (slimPhysicalPod),
+// shares the repeating strings of them and of the copies beside them, and
+// shares the slim container lists, which the pods of one workload have in
+// common.
 func compactPhysical(obj any) (any, error) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		slimPhysicalPod(pod)
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return compactPods(obj)
 	}
-	return compactPods(obj)
+	slimPhysicalPod(pod)
+	compactPod(pod)
+	pod.Spec.InitContainers = shareContainers(pod.Spec.InitContainers)
+	pod.Spec.Containers = shareContainers(pod.Spec.Containers)
+	return pod, nil
+}
+
+// slimContainers shares the lists of names and images of slimPhysicalPod.
+var slimContainers = intern.NewValues(hashNamesAndImages, sameNamesAndImages, func(c []corev1.Container) []corev1.Container { return c })
+
+func shareContainers(containers []corev1.Container) []corev1.Container {
+	if len(containers) == 0 {
+		return containers
+	}
+	return slimContainers.Of(containers)
+}
+
+func hashNamesAndImages(containers []corev1.Container) uint64 {
+	h := uint64(len(containers))
+	for _, c := range containers {
+		h = (h*prime64^intern.Hash(c.Name))*prime64 ^ intern.Hash(c.Image)
+	}
+	return h
+}
+
+// prime64 is the 64-bit FNV prime, to combine hashes in order.
+const prime64 = 1099511628211
+
+func sameNamesAndImages(a, b []corev1.Container) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.Container) bool { return x.Name == y.Name && x.Image == y.Image })
 }
 
 // slimPhysicalPod keeps of a physical pod's spec the node, the deadline and
-// each container's name and image; metadata and status stay whole.
+// each container's name and image (nothing else: sameNamesAndImages
+// compares only those); metadata and status stay whole.
 func slimPhysicalPod(pod *corev1.Pod) {
 	spec := &pod.Spec
 	ephemeral := make([]corev1.EphemeralContainer, len(spec.EphemeralContainers))

@@ -1,9 +1,11 @@
 package syncer
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -121,6 +123,29 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 		}
 	}
 
+	if !sameMap(got.Labels, b.Labels) || !sameMap(got.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests) {
+		t.Error("the labels or requests two pods have in common are not one map")
+	}
+	if conditions := got.Status.Conditions; cap(conditions) != len(conditions) {
+		t.Errorf("conditions kept in an array of %d for %d", cap(conditions), len(conditions))
+	}
+
+	// Resource lists are shared only when they are written alike: the same
+	// quantity in other words is another list.
+	for _, cpu := range []string{"1", "1000m", "1k", "1e3"} {
+		p := decodedPod(t, "web-7d9c6b5f4-"+cpu)
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		data, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		compacted, _ := compactPods(p)
+		again, err := compacted.(*corev1.Pod).Marshal()
+		if err != nil || !bytes.Equal(again, data) {
+			t.Errorf("the pod with a CPU limit of %s is written otherwise once compacted (%v)", cpu, err)
+		}
+	}
+
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "m", Name: "copy", Labels: map[string]string{"a": strings.Clone("b")}},
 		Data: map[string][]byte{"k": []byte("v")}}
 	kept, err := compactPods(secret.DeepCopy())
@@ -160,6 +185,19 @@ func TestCompactPhysicalKeepsWhatTheControllersRead(t *testing.T) {
 	other, _ := compactPhysical(decodedPod(t, "web-7d9c6b5f4-fghij"))
 	if !sameMemory(got.Spec.Containers[0].Image, other.(*corev1.Pod).Spec.Containers[0].Image) {
 		t.Error("the image two physical pods have in common is not shared")
+	}
+	third := decodedPod(t, "web-7d9c6b5f4-klmno")
+	third.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:1"}}
+	compactPhysical(third)
+	if unsafe.SliceData(third.Spec.Containers) != unsafe.SliceData(got.Spec.Containers) ||
+		unsafe.SliceData(third.Spec.InitContainers) != unsafe.SliceData(got.Spec.InitContainers) {
+		t.Error("the containers' names and images two physical pods have in common are not one list")
+	}
+	third = decodedPod(t, "web-7d9c6b5f4-pqrst")
+	third.Spec.Containers[0].Image = "registry.example/shop/web:1.43.0"
+	compactPhysical(third)
+	if unsafe.SliceData(third.Spec.Containers) == unsafe.SliceData(got.Spec.Containers) || third.Spec.Containers[0].Image != "registry.example/shop/web:1.43.0" {
+		t.Errorf("a pod with another image got the list of the first: %+v", third.Spec.Containers)
 	}
 }
 
