@@ -12,7 +12,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -291,11 +290,9 @@ func quoteArgs(args []string) []string {
 // the demo runs beside a kubelet or another demo (the default is
 // 10250-11249).
 func kubeletPortRange() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	first, err := kwokkubelet.FreePortRange(10)
 	if err != nil {
 		return "10250-11249"
 	}
-	defer func() { _ = l.Close() }()
-	first := l.Addr().(*net.TCPAddr).Port
 	return fmt.Sprintf("%d-%d", first, first+9)
 }

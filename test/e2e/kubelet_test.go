@@ -59,10 +59,8 @@ func podEnvArgs(t *testing.T, container corev1.Container, podIP string) []string
 // the same machine (the shipped default is 10250-11249).
 func kubeletPortRange(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	step(t, "a free port", err)
-	first := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	first, err := kwokkubelet.FreePortRange(10)
+	step(t, "free ports for the kubelet API", err)
 	return fmt.Sprintf("--kubelet-port-range=%d-%d", first, first+9)
 }
 

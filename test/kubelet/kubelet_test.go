@@ -38,7 +38,7 @@ const (
 // returns the virtual node's name and the URL of its kubelet API.
 func lend(t *testing.T) (*testenv.SyncerWorld, string, string) {
 	t.Helper()
-	first, err := kwokkubelet.FreePort()
+	first, err := kwokkubelet.FreePortRange(3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -194,6 +195,55 @@ func resourceMetricsConfig(dir, node string) (string, error) {
 	}
 	path := filepath.Join(dir, "kwok-metrics.yaml")
 	return path, os.WriteFile(path, []byte(text), 0o644)
+}
+
+// FreePortRange is the first of n consecutive TCP ports, for
+// --kubelet-port-range, on which nothing listens now on any address. The
+// range lies below the kernel's ephemeral ports, which outgoing
+// connections take at any moment (a range picked next to a free ephemeral
+// port once met a connection on one of its ports), so only another
+// listener can take one of them before Kubeocean binds it.
+func FreePortRange(n int) (int, error) {
+	const lowest = 20000
+	below := ephemeralStart() - n
+	for range 50 {
+		first := lowest + rand.IntN(below-lowest)
+		if allFree(first, n) {
+			return first, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free ports between %d and %d", n, lowest, below+n)
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range.
+func ephemeralStart() int {
+	const fallback = 32768 // Linux's default
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return fallback
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return fallback
+	}
+	start, err := strconv.Atoi(fields[0])
+	if err != nil || start < 21000 {
+		return fallback
+	}
+	return start
+}
+
+// allFree binds every port of the range on all addresses at once, then
+// lets them go.
+func allFree(first, n int) bool {
+	for port := first; port < first+n; port++ {
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			return false
+		}
+		defer func() { _ = l.Close() }()
+	}
+	return true
 }
 
 // FreePort is a TCP port on 127.0.0.1 that nothing listens on now.

@@ -64,7 +64,7 @@ func (b *bench) setUp(ctx context.Context) error {
 	if b.metricsAddr, err = controlplane.FreeLoopbackAddress(); err != nil {
 		return err
 	}
-	first, err := kwokkubelet.FreePort()
+	first, err := kwokkubelet.FreePortRange(10)
 	if err != nil {
 		return err
 	}
