@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"reflect"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,7 +65,7 @@ func compactPod(pod *corev1.Pod) {
 	spec.InitContainers, spec.Containers = fit(spec.InitContainers), fit(spec.Containers)
 	spec.Overhead = shareResources(spec.Overhead)
 	shareRequirements(spec.Resources)
-	spec.Volumes, spec.Tolerations = fit(spec.Volumes), fit(spec.Tolerations)
+	spec.Volumes = fit(spec.Volumes)
 	spec.NodeName = shared(spec.NodeName)
 	spec.ServiceAccountName = shared(spec.ServiceAccountName)
 	spec.DeprecatedServiceAccount = shared(spec.DeprecatedServiceAccount)
@@ -89,9 +90,8 @@ func compactPod(pod *corev1.Pod) {
 	for i := range spec.Volumes {
 		compactVolume(&spec.Volumes[i])
 	}
-	for i := range spec.Tolerations {
-		t := &spec.Tolerations[i]
-		t.Key, t.Operator, t.Value, t.Effect = shared(t.Key), shared(t.Operator), shared(t.Value), shared(t.Effect)
+	if len(spec.Tolerations) > 0 {
+		spec.Tolerations = tolerations.Of(spec.Tolerations)
 	}
 	for i := range spec.ImagePullSecrets {
 		spec.ImagePullSecrets[i].Name = shared(spec.ImagePullSecrets[i].Name)
@@ -178,30 +178,52 @@ func compactVolume(v *corev1.Volume) {
 	case v.PersistentVolumeClaim != nil:
 		v.PersistentVolumeClaim.ClaimName = shared(v.PersistentVolumeClaim.ClaimName)
 	case v.Projected != nil:
-		for i := range v.Projected.Sources {
-			source := &v.Projected.Sources[i]
-			if token := source.ServiceAccountToken; token != nil {
-				token.Audience, token.Path = shared(token.Audience), shared(token.Path)
-			}
-			if cm := source.ConfigMap; cm != nil {
-				cm.Name = shared(cm.Name)
-				compactKeys(cm.Items)
-			}
-			if secret := source.Secret; secret != nil {
-				secret.Name = shared(secret.Name)
-				compactKeys(secret.Items)
-			}
-			if api := source.DownwardAPI; api != nil {
-				for j := range api.Items {
-					item := &api.Items[j]
-					item.Path = shared(item.Path)
-					if item.FieldRef != nil {
-						item.FieldRef.APIVersion, item.FieldRef.FieldPath = shared(item.FieldRef.APIVersion), shared(item.FieldRef.FieldPath)
-					}
+		v.Projected = projections.Of(v.Projected)
+	}
+}
+
+// projections shares projected volumes: the service-account token volume
+// that admission gives nearly every pod says the same thing in each (the
+// volume's name, which differs, is outside).
+var projections = intern.NewValues(hashEncoded, equalProjections, compactProjection)
+
+// hashEncoded hashes what the API writes of p.
+func hashEncoded(p *corev1.ProjectedVolumeSource) uint64 {
+	data, err := p.Marshal()
+	if err != nil {
+		return 0 // cannot happen for a decoded object; all such share one bucket
+	}
+	return intern.Hash(string(data))
+}
+
+func equalProjections(a, b *corev1.ProjectedVolumeSource) bool { return reflect.DeepEqual(a, b) }
+
+func compactProjection(projected *corev1.ProjectedVolumeSource) *corev1.ProjectedVolumeSource {
+	projected.Sources = fit(projected.Sources)
+	for i := range projected.Sources {
+		source := &projected.Sources[i]
+		if token := source.ServiceAccountToken; token != nil {
+			token.Audience, token.Path = shared(token.Audience), shared(token.Path)
+		}
+		if cm := source.ConfigMap; cm != nil {
+			cm.Name = shared(cm.Name)
+			compactKeys(cm.Items)
+		}
+		if secret := source.Secret; secret != nil {
+			secret.Name = shared(secret.Name)
+			compactKeys(secret.Items)
+		}
+		if api := source.DownwardAPI; api != nil {
+			for j := range api.Items {
+				item := &api.Items[j]
+				item.Path = shared(item.Path)
+				if item.FieldRef != nil {
+					item.FieldRef.APIVersion, item.FieldRef.FieldPath = shared(item.FieldRef.APIVersion), shared(item.FieldRef.FieldPath)
 				}
 			}
 		}
 	}
+	return projected
 }
 
 func compactKeys(items []corev1.KeyToPath) {
@@ -225,6 +247,32 @@ func compactContainerStatus(s *corev1.ContainerStatus) {
 	if t := s.LastTerminationState.Terminated; t != nil {
 		t.Reason, t.Message = shared(t.Reason), shared(t.Message)
 	}
+}
+
+// tolerations shares the tolerations of pods: those admission adds to
+// every pod (not-ready and unreachable for 300 s) and those of a workload.
+var tolerations = intern.NewValues(hashTolerations, equalTolerations, compactTolerations)
+
+func hashTolerations(list []corev1.Toleration) uint64 {
+	h := uint64(len(list))
+	for _, t := range list {
+		h = h*prime64 ^ intern.Hash(t.Key) ^ intern.Hash(t.Value)<<1 ^ intern.Hash(string(t.Effect))<<2 ^ intern.Hash(string(t.Operator))<<3
+		if t.TolerationSeconds != nil {
+			h ^= uint64(*t.TolerationSeconds) + 1
+		}
+	}
+	return h
+}
+
+func equalTolerations(a, b []corev1.Toleration) bool { return reflect.DeepEqual(a, b) }
+
+func compactTolerations(list []corev1.Toleration) []corev1.Toleration {
+	list = fit(list)
+	for i := range list {
+		t := &list[i]
+		t.Key, t.Operator, t.Value, t.Effect = shared(t.Key), shared(t.Operator), shared(t.Value), shared(t.Effect)
+	}
+	return list
 }
 
 // resourceLists shares the resource lists (requests, limits, what the

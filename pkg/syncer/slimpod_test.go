@@ -126,6 +126,19 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 	if !sameMap(got.Labels, b.Labels) || !sameMap(got.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests) {
 		t.Error("the labels or requests two pods have in common are not one map")
 	}
+	if got.Spec.Volumes[0].Projected != b.Spec.Volumes[0].Projected || unsafe.SliceData(got.Spec.Tolerations) != unsafe.SliceData(b.Spec.Tolerations) {
+		t.Error("the token volume's projection or the tolerations two pods have in common are not shared")
+	}
+	longer := decodedPod(t, "web-7d9c6b5f4-uvwxy")
+	longer.Spec.Tolerations[1].TolerationSeconds = ptr.To[int64](600)
+	longer.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds = ptr.To[int64](7200)
+	want := longer.DeepCopy()
+	compactPods(longer)
+	if !equality.Semantic.DeepEqual(longer, want) || unsafe.SliceData(longer.Spec.Tolerations) == unsafe.SliceData(got.Spec.Tolerations) ||
+		longer.Spec.Volumes[0].Projected == got.Spec.Volumes[0].Projected {
+		t.Errorf("a pod with other tolerations and token lifetime got those of the first: %+v, %+v",
+			longer.Spec.Tolerations, longer.Spec.Volumes[0].Projected.Sources[0])
+	}
 	if conditions := got.Status.Conditions; cap(conditions) != len(conditions) {
 		t.Errorf("conditions kept in an array of %d for %d", cap(conditions), len(conditions))
 	}
