@@ -3,6 +3,7 @@ package syncer
 import (
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/leanwrite"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/csinode"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/lease"
@@ -78,7 +79,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	}
 	pods, err := podstatus.New(podstatus.Options{
 		ClusterID: clusterID, BindingUID: e.binding.UID, MountNamespace: e.binding.Spec.MountNamespace,
-		PhysicalClient: e.physical.Kube.CoreV1(), VirtualClient: e.virtual.Kube.CoreV1(),
+		PhysicalClient: e.physical.Kube.CoreV1(), VirtualClient: leanwrite.CoreV1(e.virtual.Kube.CoreV1()),
 		PhysicalPods: ph.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods(),
 		VirtualPods:  virtualPods,
 		Recorder:     e.physicalRecorder, Metrics: p.Metrics,

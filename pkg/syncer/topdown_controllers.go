@@ -11,6 +11,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/clusterhealth"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/leanwrite"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/configmap"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
@@ -84,7 +85,8 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	}
 	pods, err := pod.New(pod.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, VirtualAPIServer: e.opts.VirtualAPIServer,
-		VirtualClient: e.virtual.Kube.CoreV1(), PhysicalClient: e.physical.Kube.CoreV1(),
+		// Its writes need only the metadata of the objects written.
+		VirtualClient: leanwrite.CoreV1(e.virtual.Kube.CoreV1()), PhysicalClient: leanwrite.CoreV1(e.physical.Kube.CoreV1()),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes,
 		PhysicalPods: copies.Pods(), PhysicalSecrets: physicalSecrets,
 		VirtualRootCAs: v.Kube(rootCAScope()).Core().V1().ConfigMaps(),

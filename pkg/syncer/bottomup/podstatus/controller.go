@@ -35,7 +35,9 @@ type Options struct {
 	// PhysicalClient deletes orphaned physical pods.
 	PhysicalClient corev1client.PodsGetter
 	// VirtualClient confirms a missing virtual pod with a live GET, writes
-	// virtual pod status and patches the mapping annotations.
+	// virtual pod status and patches the mapping annotations. Of the pod
+	// UpdateStatus returns, the controller reads nothing (the syncer's
+	// client asks for its metadata only, package leanwrite).
 	VirtualClient corev1client.PodsGetter
 	// PhysicalPods should be scoped to MountNamespace and the binding's
 	// identity (ownership.Owner.Selector); other pods are ignored anyway.

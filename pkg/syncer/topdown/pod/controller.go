@@ -44,6 +44,10 @@ type VirtualClient interface {
 
 // PhysicalClient is what the controller does in the physical cluster:
 // create, patch and delete pods and their token Secrets.
+//
+// Of the pods and Secrets that Create, Update and UpdateStatus return, on
+// either client, the controller reads the metadata only: the syncer's
+// clients ask the API servers for nothing more (package leanwrite).
 type PhysicalClient interface {
 	corev1client.PodsGetter
 	corev1client.SecretsGetter
