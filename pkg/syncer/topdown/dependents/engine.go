@@ -175,14 +175,15 @@ func desiredCopy[T object](s *Syncer, k *kind[T], virtual T, at location) T {
 
 // ensureCopy makes the physical copy of virtual at at exist and match,
 // creating it, updating it or adopting an object that carries our mapping.
-func ensureCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual T, at location) error {
+// It tells whether the copy it found matched, so that nothing was written.
+func ensureCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual T, at location) (matched bool, err error) {
 	desired := desiredCopy(s, k, virtual, at)
 	actual, err := lookupCopy(ctx, s, k, at)
 	switch {
 	case apierrors.IsNotFound(err):
-		return createCopy(ctx, s, k, virtual, desired)
+		return false, createCopy(ctx, s, k, virtual, desired)
 	case err != nil:
-		return fmt.Errorf("reading physical %s %s: %w", k.name, objectName(at.namespace, at.name), err)
+		return false, fmt.Errorf("reading physical %s %s: %w", k.name, objectName(at.namespace, at.name), err)
 	}
 	return syncCopy(ctx, s, k, virtual, actual, desired, true)
 }
@@ -235,33 +236,35 @@ func createCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, d
 	if err != nil {
 		return fmt.Errorf("reading physical %s %s after a create conflict: %w", k.name, klog.KObj(desired), err)
 	}
-	return syncCopy(ctx, s, k, virtual, actual, desired, true)
+	_, err = syncCopy(ctx, s, k, virtual, actual, desired, true)
+	return err
 }
 
 // syncCopy brings an existing physical object in line with desired if it
 // is ours, and refuses to touch it if it is not. retry allows one more
-// attempt from a live read after a write conflict.
-func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, actual, desired T, retry bool) error {
+// attempt from a live read after a write conflict. It tells whether actual
+// matched, so that nothing was written.
+func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, actual, desired T, retry bool) (matched bool, err error) {
 	logger := klog.FromContext(ctx).WithValues("kind", k.name, "virtual", klog.KObj(virtual), "physical", klog.KObj(actual))
 	if !s.mayUpdate(actual, virtual.GetNamespace(), virtual.GetName()) {
 		s.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonConflict,
 			"Physical %s %s exists and was not made by Kubeocean for this object and binding; it is left alone and this %s is not synced",
 			k.name, objectName(actual.GetNamespace(), actual.GetName()), k.name)
-		return &ConflictError{Kind: k.name, Namespace: virtual.GetNamespace(), Name: virtual.GetName(), PhysicalName: actual.GetName()}
+		return false, &ConflictError{Kind: k.name, Namespace: virtual.GetNamespace(), Name: virtual.GetName(), PhysicalName: actual.GetName()}
 	}
 	if actual.GetDeletionTimestamp() != nil {
-		return &NotReadyError{Kind: k.name, Namespace: virtual.GetNamespace(), Name: virtual.GetName(), Reason: ReasonPhysicalCopyTerminating}
+		return false, &NotReadyError{Kind: k.name, Namespace: virtual.GetNamespace(), Name: virtual.GetName(), Reason: ReasonPhysicalCopyTerminating}
 	}
 	if k.content.replace != nil && k.content.replace(actual, desired) {
 		logger.V(2).Info("Content of an immutable physical copy changed; replacing it")
 		if err := deletePhysical(ctx, s, k, actual); err != nil {
-			return err
+			return false, err
 		}
-		return createCopy(ctx, s, k, virtual, desired)
+		return false, createCopy(ctx, s, k, virtual, desired)
 	}
 	labels, annotations, metadataChanged := mergeMetadata(actual, desired)
 	if !metadataChanged && !k.content.differs(actual, desired) {
-		return nil
+		return true, nil
 	}
 	updated := deepCopy(actual)
 	updated.SetLabels(labels)
@@ -272,18 +275,19 @@ func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, act
 	case err == nil:
 		k.created.Replace(locationOf(written), written, s.now())
 		logger.V(2).Info("Updated physical copy")
-		return nil
+		return false, nil
 	case apierrors.IsConflict(err) && retry:
 		live, getErr := k.physical.client(actual.GetNamespace()).Get(ctx, actual.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(getErr) {
-			return createCopy(ctx, s, k, virtual, desired)
+			return false, createCopy(ctx, s, k, virtual, desired)
 		}
 		if getErr != nil {
-			return fmt.Errorf("re-reading physical %s %s: %w", k.name, klog.KObj(actual), getErr)
+			return false, fmt.Errorf("re-reading physical %s %s: %w", k.name, klog.KObj(actual), getErr)
 		}
-		return syncCopy(ctx, s, k, virtual, live, desired, false)
+		_, err = syncCopy(ctx, s, k, virtual, live, desired, false)
+		return false, err
 	default:
-		return fmt.Errorf("updating physical %s %s: %w", k.name, klog.KObj(actual), err)
+		return false, fmt.Errorf("updating physical %s %s: %w", k.name, klog.KObj(actual), err)
 	}
 }
 

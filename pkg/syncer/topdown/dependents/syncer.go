@@ -14,6 +14,7 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
 
 	"golang.org/x/sync/singleflight"
 
@@ -92,7 +93,11 @@ type Syncer struct {
 
 	// inflight joins concurrent ensures of one object (see ensure).
 	inflight singleflight.Group
-	now      func() time.Time
+	// inSync holds, per ensure, the versions of the virtual object and of
+	// its copy that the ensure last found as they should be (see
+	// ensureOnce); the oldest are dropped past inSyncEntries.
+	inSync *lru.Cache
+	now    func() time.Time
 }
 
 // New builds a Syncer.
@@ -122,8 +127,9 @@ func New(opts Options) (*Syncer, error) {
 			name: KindSecret, content: secretContent, virtual: virtualSecrets,
 			physical: side[*corev1.Secret]{client: physicalSecrets},
 		},
-		pvcs: remembering(pvcKind(opts, v, p)),
-		pvs:  remembering(pvKind(opts, v, p)),
+		pvcs:   remembering(pvcKind(opts, v, p)),
+		pvs:    remembering(pvKind(opts, v, p)),
+		inSync: lru.New(inSyncEntries),
 	}, nil
 }
 
@@ -247,27 +253,63 @@ func (s *Syncer) EnsureCSISecret(ctx context.Context, namespace, name string) er
 func ensure[T object](ctx context.Context, s *Syncer, k *kind[T], namespace, name string, at location, usedByPV bool) error {
 	key := fmt.Sprintf("%s %s/%s %s/%s %v", k.name, namespace, name, at.namespace, at.name, usedByPV)
 	_, err, _ := s.inflight.Do(key, func() (any, error) {
-		return nil, ensureOnce(ctx, s, k, namespace, name, at, usedByPV)
+		return nil, ensureOnce(ctx, s, k, key, namespace, name, at, usedByPV)
 	})
 	return err
 }
 
-func ensureOnce[T object](ctx context.Context, s *Syncer, k *kind[T], namespace, name string, at location, usedByPV bool) error {
+// inSyncEntries bounds Syncer.inSync: a few bytes each, and one per object
+// that pods use (a dropped entry costs one full ensure).
+const inSyncEntries = 4096
+
+// versions are the resourceVersions of a virtual object and of its copy.
+type versions struct{ virtual, physical string }
+
+// ensureOnce marks the virtual object and makes its copy match. Every pod
+// of a workload ensures the same objects, which are nearly always as they
+// should be already: while the caches show both at the versions an ensure
+// last found in sync, and nothing was written then, there is nothing to
+// compare or copy (a resourceVersion changes with every write of an
+// object, and what the copy should be depends on nothing else).
+func ensureOnce[T object](ctx context.Context, s *Syncer, k *kind[T], key, namespace, name string, at location, usedByPV bool) error {
 	obj, err := virtualObject(ctx, k, namespace, name)
 	if err != nil {
 		return err
 	}
+	seen, known := cachedVersions(k, obj, at)
+	if last, ok := s.inSync.Get(key); known && ok && last == seen {
+		return nil
+	}
 	wasMarked := IsMarked(obj, s.clusterID)
-	if obj, err = ensureMarked(ctx, s, k, obj, at, usedByPV); err != nil {
+	marked, err := ensureMarked(ctx, s, k, obj, at, usedByPV)
+	if err != nil {
 		return err
 	}
 	if !wasMarked && hasOurCopy(s, k, namespace, name, at) {
 		// Our copy is there, so the object was marked once: someone took
 		// the marks off (a replace with the user's own manifest).
-		s.recorder.Eventf(obj, corev1.EventTypeWarning, ReasonMarksRestored,
+		s.recorder.Eventf(marked, corev1.EventTypeWarning, ReasonMarksRestored,
 			"Kubeocean's label and finalizer were removed while pods of cluster %s use this %s; they were put back", s.clusterID, k.name)
 	}
-	return ensureCopy(ctx, s, k, obj, at)
+	matched, err := ensureCopy(ctx, s, k, marked, at)
+	if err == nil && matched && known && any(marked) == any(obj) {
+		s.inSync.Add(key, seen)
+	}
+	return err
+}
+
+// cachedVersions returns the versions of virtual and of its copy at at in
+// the physical cache; false when one is not known: the copy is not cached
+// (yet), or an object has no resourceVersion (as fake clients make them).
+func cachedVersions[T object](k *kind[T], virtual T, at location) (versions, bool) {
+	if k.physical.cache == nil || virtual.GetResourceVersion() == "" {
+		return versions{}, false
+	}
+	actual, err := k.physical.cached(at.namespace, at.name)
+	if err != nil || actual.GetResourceVersion() == "" {
+		return versions{}, false
+	}
+	return versions{virtual: virtual.GetResourceVersion(), physical: actual.GetResourceVersion()}, true
 }
 
 // hasOurCopy tells whether the cache holds this binding's copy of

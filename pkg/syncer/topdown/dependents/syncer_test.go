@@ -426,3 +426,65 @@ func TestEnsureRemembersTheCopyItCreated(t *testing.T) {
 	ensure()
 	e.ExpectWrites(create)
 }
+
+// TestEnsureTrustsUnchangedVersions: once an ensure found the virtual
+// object and its copy in sync, later ensures trust them while the caches
+// show both at the same resourceVersions, and compare again when either
+// changes. (The fake clients keep the versions the test gives; an API
+// server changes them with every write, so a copy changed at an unchanged
+// version, as below, cannot happen there: it is how the test sees that
+// nothing was compared.)
+func TestEnsureTrustsUnchangedVersions(t *testing.T) {
+	cm := dependentstest.ConfigMap("conf", map[string]string{"k": "v"})
+	cm.ResourceVersion = "1"
+	e := synced(t, cm)
+	physicalName := naming.PhysicalName(ns, "conf")
+	ensure := func() {
+		t.Helper()
+		if _, err := e.Syncer.EnsureConfigMap(e.Context(), ns, "conf"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCopy := func(version, value string) {
+		t.Helper()
+		physical := physicalConfigMap(t, e, "conf")
+		physical.ResourceVersion, physical.Data["k"] = version, value
+		if _, err := e.Physical.CoreV1().ConfigMaps(mountNS).Update(e.Context(), physical, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.SyncCaches()
+		e.Writes()
+	}
+
+	writeCopy("7", "v")
+	ensure() // in sync: versions 1 and 7 remembered
+	e.ExpectWrites()
+	writeCopy("7", "tampered")
+	ensure()
+	e.ExpectWrites()
+
+	writeCopy("8", "tampered")
+	ensure()
+	e.ExpectWrites("physical update configmaps mount/" + physicalName)
+	if got := physicalConfigMap(t, e, "conf").Data["k"]; got != "v" {
+		t.Fatalf("copy after a new version: %q, want it repaired", got)
+	}
+
+	// The repaired copy has the version the test gave it, 8, and the
+	// content it should have: trusted again after one ensure.
+	e.SyncCaches()
+	ensure()
+	e.ExpectWrites()
+	virtual := virtualConfigMap(t, e, "conf")
+	virtual.ResourceVersion, virtual.Data["k"] = "2", "v2"
+	if _, err := e.Virtual.CoreV1().ConfigMaps(ns).Update(e.Context(), virtual, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.SyncCaches()
+	e.Writes()
+	ensure()
+	e.ExpectWrites("physical update configmaps mount/" + physicalName)
+	if got := physicalConfigMap(t, e, "conf").Data["k"]; got != "v2" {
+		t.Fatalf("copy after a new virtual version: %q, want v2", got)
+	}
+}

@@ -47,7 +47,8 @@ func (s *Syncer) EnsurePVC(ctx context.Context, namespace, name string) (string,
 	if _, err := s.ensurePV(ctx, pvc.Spec.VolumeName, pvc); err != nil {
 		return "", err
 	}
-	return at.name, ensureCopy(ctx, s, s.pvcs, pvc, at)
+	_, err = ensureCopy(ctx, s, s.pvcs, pvc, at)
+	return at.name, err
 }
 
 // EnsurePV makes the physical copy of the virtual PV name exist and match,
@@ -76,7 +77,8 @@ func (s *Syncer) ensurePV(ctx context.Context, name string, claim *corev1.Persis
 			return "", err
 		}
 	}
-	return at.name, ensureCopy(ctx, s, s.pvs, pv, at)
+	_, err = ensureCopy(ctx, s, s.pvs, pv, at)
+	return at.name, err
 }
 
 // ReleasePVC deletes the physical copy of the virtual PVC namespace/name
