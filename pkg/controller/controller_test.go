@@ -82,6 +82,28 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// delayed reports whether a key waits on the fake clock. The queue's
+// heartbeat ticker is always one of the clock's waiters, so a key's delay
+// is the second: it exists only once the queue has taken the key's ready
+// time from the clock, and a Step from then on is measured from that time.
+func delayed(clock *clocktesting.FakeClock) bool { return clock.Waiters() > 1 }
+
+// stepUntil steps the fake clock a second at a time until cond holds, and
+// returns how far it stepped.
+func stepUntil(t *testing.T, clock *clocktesting.FakeClock, what string, cond func() bool) time.Duration {
+	t.Helper()
+	var stepped time.Duration
+	eventually(t, what, func() bool {
+		if cond() {
+			return true
+		}
+		clock.Step(time.Second)
+		stepped += time.Second
+		return false
+	})
+	return stepped
+}
+
 func TestReconcileOutcomes(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	metrics := NewMetrics(reg)
@@ -147,7 +169,7 @@ func TestRequeueAfterUsesTheClock(t *testing.T) {
 	c.Enqueue("window")
 
 	eventually(t, "first reconcile", func() bool { return rec.count("window") == 1 })
-	eventually(t, "the requeue is waiting on the clock", func() bool { return clock.HasWaiters() })
+	eventually(t, "the requeue is waiting on the clock", func() bool { return delayed(clock) })
 	clock.Step(59 * time.Second)
 	time.Sleep(20 * time.Millisecond)
 	if got := rec.count("window"); got != 1 {

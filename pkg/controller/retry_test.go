@@ -124,19 +124,23 @@ func TestRetryFailingResetsGrownBackoff(t *testing.T) {
 	c.Enqueue("p")
 	// Failures 1, 2 and 3 grow the backoff to 1, 2 and 4 minutes.
 	for call, wait := range []time.Duration{time.Minute, 2 * time.Minute} {
-		eventually(t, "the key waits out its backoff", func() bool { return rec.count("p") == call+1 && clock.HasWaiters() })
+		eventually(t, "the key waits out its backoff", func() bool { return rec.count("p") == call+1 && delayed(clock) })
 		clock.Step(wait)
 	}
-	eventually(t, "the key waits out a 4 minute backoff", func() bool { return rec.count("p") == 3 && clock.HasWaiters() })
+	eventually(t, "the key waits out a 4 minute backoff", func() bool { return rec.count("p") == 3 && delayed(clock) })
 
 	// The cluster answers again but still fails once: the key is retried
 	// at once, and then after the shortest backoff.
 	c.RetryFailing()
 	eventually(t, "the failing key is reconciled without waiting", func() bool { return rec.count("p") == 4 })
-	eventually(t, "the key waits again", func() bool { return clock.HasWaiters() })
 	outage.Store(false)
-	clock.Step(time.Minute)
-	eventually(t, "the next retry comes after the shortest backoff", func() bool { return rec.count("p") == 5 })
+	// The 4 minute delay is still queued, so the clock cannot show when
+	// the new one is: step a second at a time. A retry before a minute
+	// would be early; one at 4 minutes or later would be the old delay.
+	waited := stepUntil(t, clock, "the next retry", func() bool { return rec.count("p") == 5 })
+	if waited < time.Minute || waited >= 4*time.Minute {
+		t.Errorf("the retry after recovery came %v after the failure, want the shortest backoff, 1m", waited)
+	}
 
 	// A key that succeeded is not failing: RetryFailing leaves it alone.
 	c.RetryFailing()
