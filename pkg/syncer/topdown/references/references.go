@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // References are the names a pod uses, each list sorted and without
@@ -24,24 +23,10 @@ const RootCAConfigMap = "kube-root-ca.crt"
 // pod's token Secret serves instead. The pod controller copies exactly
 // these, and the copy controllers count exactly these as use, so an object
 // no copy is made for is never marked or copied by them either.
-func Copied(pod *corev1.Pod) References {
-	stripped := *pod
-	stripped.Spec.Volumes = make([]corev1.Volume, 0, len(pod.Spec.Volumes))
-	for _, v := range pod.Spec.Volumes {
-		if v.Projected != nil && projectsToken(v.Projected) {
-			projected := *v.Projected
-			projected.Sources = nil
-			for _, source := range v.Projected.Sources {
-				if source.ConfigMap == nil || source.ConfigMap.Name != RootCAConfigMap {
-					projected.Sources = append(projected.Sources, source)
-				}
-			}
-			v.Projected = &projected
-		}
-		stripped.Spec.Volumes = append(stripped.Spec.Volumes, v)
-	}
-	return Of(&stripped)
-}
+//
+// Index functions and event handlers call it on every pod event, so it
+// reads the pod in place and allocates only the lists it returns.
+func Copied(pod *corev1.Pod) References { return collect(pod, true) }
 
 func projectsToken(projected *corev1.ProjectedVolumeSource) bool {
 	for _, source := range projected.Sources {
@@ -56,59 +41,85 @@ func projectsToken(projected *corev1.ProjectedVolumeSource) bool {
 // sources and the Secrets of volume plugins, see VolumeSecret), env valueFrom and envFrom of every container kind, and
 // imagePullSecrets. Optional references are included too: when the object
 // exists it must be copied for the pod to see it.
-func Of(pod *corev1.Pod) References {
-	configMaps, secrets, pvcs := sets.New[string](), sets.New[string](), sets.New[string]()
-	for _, v := range pod.Spec.Volumes {
+func Of(pod *corev1.Pod) References { return collect(pod, false) }
+
+// collect is Of, leaving out the root CA projected next to a token when
+// tokenServesRootCA is set (Copied).
+func collect(pod *corev1.Pod, tokenServesRootCA bool) References {
+	var r References
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
 		switch {
 		case v.ConfigMap != nil:
-			configMaps.Insert(v.ConfigMap.Name)
+			r.ConfigMaps = append(r.ConfigMaps, v.ConfigMap.Name)
 		case v.Secret != nil:
-			secrets.Insert(v.Secret.SecretName)
+			r.Secrets = append(r.Secrets, v.Secret.SecretName)
 		case v.PersistentVolumeClaim != nil:
-			pvcs.Insert(v.PersistentVolumeClaim.ClaimName)
+			r.PVCs = append(r.PVCs, v.PersistentVolumeClaim.ClaimName)
 		case v.Projected != nil:
+			skipRootCA := tokenServesRootCA && projectsToken(v.Projected)
 			for _, source := range v.Projected.Sources {
-				if source.ConfigMap != nil {
-					configMaps.Insert(source.ConfigMap.Name)
+				if source.ConfigMap != nil && !(skipRootCA && source.ConfigMap.Name == RootCAConfigMap) {
+					r.ConfigMaps = append(r.ConfigMaps, source.ConfigMap.Name)
 				}
 				if source.Secret != nil {
-					secrets.Insert(source.Secret.Name)
+					r.Secrets = append(r.Secrets, source.Secret.Name)
 				}
 			}
 		default:
 			if ref := VolumeSecret(&v.VolumeSource); ref != nil {
-				secrets.Insert(*ref)
+				r.Secrets = append(r.Secrets, *ref)
 			}
 		}
 	}
-	for _, c := range AllContainers(&pod.Spec) {
-		for _, env := range c.Env {
-			if env.ValueFrom == nil {
-				continue
-			}
-			if ref := env.ValueFrom.ConfigMapKeyRef; ref != nil {
-				configMaps.Insert(ref.Name)
-			}
-			if ref := env.ValueFrom.SecretKeyRef; ref != nil {
-				secrets.Insert(ref.Name)
-			}
-		}
-		for _, from := range c.EnvFrom {
-			if from.ConfigMapRef != nil {
-				configMaps.Insert(from.ConfigMapRef.Name)
-			}
-			if from.SecretRef != nil {
-				secrets.Insert(from.SecretRef.Name)
-			}
-		}
+	for i := range pod.Spec.InitContainers {
+		r.addEnv(pod.Spec.InitContainers[i].Env, pod.Spec.InitContainers[i].EnvFrom)
+	}
+	for i := range pod.Spec.Containers {
+		r.addEnv(pod.Spec.Containers[i].Env, pod.Spec.Containers[i].EnvFrom)
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		r.addEnv(pod.Spec.EphemeralContainers[i].Env, pod.Spec.EphemeralContainers[i].EnvFrom)
 	}
 	for _, s := range pod.Spec.ImagePullSecrets {
-		secrets.Insert(s.Name)
+		r.Secrets = append(r.Secrets, s.Name)
 	}
-	configMaps.Delete("")
-	secrets.Delete("")
-	pvcs.Delete("")
-	return References{ConfigMaps: sets.List(configMaps), Secrets: sets.List(secrets), PVCs: sets.List(pvcs)}
+	r.ConfigMaps, r.Secrets, r.PVCs = normalized(r.ConfigMaps), normalized(r.Secrets), normalized(r.PVCs)
+	return r
+}
+
+// addEnv adds the references of a container's environment.
+func (r *References) addEnv(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
+	for i := range env {
+		from := env[i].ValueFrom
+		if from == nil {
+			continue
+		}
+		if ref := from.ConfigMapKeyRef; ref != nil {
+			r.ConfigMaps = append(r.ConfigMaps, ref.Name)
+		}
+		if ref := from.SecretKeyRef; ref != nil {
+			r.Secrets = append(r.Secrets, ref.Name)
+		}
+	}
+	for i := range envFrom {
+		if ref := envFrom[i].ConfigMapRef; ref != nil {
+			r.ConfigMaps = append(r.ConfigMaps, ref.Name)
+		}
+		if ref := envFrom[i].SecretRef; ref != nil {
+			r.Secrets = append(r.Secrets, ref.Name)
+		}
+	}
+}
+
+// normalized sorts names and drops duplicates and empty names.
+func normalized(names []string) []string {
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) > 0 && names[0] == "" {
+		names = names[1:]
+	}
+	return names
 }
 
 // VolumeSecret points at the name of the Secret that a volume of a

@@ -33,7 +33,7 @@ func TestOf(t *testing.T) {
 			}, EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s-envfrom"}}}}}},
 			EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug",
 				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm-debug"}}}}}}},
-			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}, {Name: "s-vol"}},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}, {Name: "s-vol"}, {Name: ""}},
 		},
 	}
 	got := Of(pod)
@@ -107,5 +107,29 @@ func TestCopiedLeavesOutTheRootCABesideAToken(t *testing.T) {
 	}
 	if got := Of(pod(token, rootCA)).ConfigMaps; !slices.Equal(got, []string{RootCAConfigMap}) {
 		t.Errorf("Of = %v: it lists every reference", got)
+	}
+}
+
+// BenchmarkIndexKeys measures the references index on the pod of a
+// workload (a ConfigMap, a Secret, the service-account token with the
+// root CA), which informers compute for both versions of every pod event.
+func BenchmarkIndexKeys(b *testing.B) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"}, Spec: corev1.PodSpec{
+		Volumes: []corev1.Volume{
+			{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}},
+			{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+			{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: RootCAConfigMap}}},
+				{DownwardAPI: &corev1.DownwardAPIProjection{}},
+			}}}},
+		},
+		Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "MODE", Value: "prod"}}}},
+	}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if keys, _ := IndexKeys(pod); len(keys) != 2 {
+			b.Fatalf("keys %v", keys)
+		}
 	}
 }
