@@ -31,6 +31,24 @@ func Map(m map[string]string) map[string]string {
 	return out
 }
 
+// MapOwn is Map, except that the values of the keys own reports are kept
+// as they are: values that name or identify one object (a name, a UID, a
+// time) are held by that object alone, and a canonical copy of them would
+// only add an entry of the interning table to each.
+func MapOwn(m map[string]string, own func(key string) bool) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if !own(k) {
+			v = String(v)
+		}
+		out[String(k)] = v
+	}
+	return out
+}
+
 // SharedMap returns a map equal to m that every caller passing an equal
 // map shares (nil stays nil): for maps that repeat whole across objects,
 // such as the labels of the pods of one workload. The result must not be

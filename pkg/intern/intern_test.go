@@ -42,6 +42,32 @@ func TestMap(t *testing.T) {
 	}
 }
 
+func TestMapOwn(t *testing.T) {
+	uid := func(key string) bool { return key == "uid" }
+	if MapOwn(nil, uid) != nil {
+		t.Fatal("nil must stay nil")
+	}
+	in := map[string]string{fresh("uid"): fresh("5f0c"), fresh("namespace"): fresh("team")}
+	one := MapOwn(in, uid)
+	two := MapOwn(map[string]string{fresh("uid"): fresh("5f0c"), fresh("namespace"): fresh("team")}, uid)
+	if !maps.Equal(one, in) {
+		t.Fatalf("MapOwn changed the contents: %v", one)
+	}
+	if unsafe.StringData(one["namespace"]) != unsafe.StringData(two["namespace"]) {
+		t.Fatal("values of keys not owned were not shared")
+	}
+	if unsafe.StringData(one["uid"]) != unsafe.StringData(in["uid"]) || unsafe.StringData(one["uid"]) == unsafe.StringData(two["uid"]) {
+		t.Fatal("an owned value was interned")
+	}
+	for k := range one {
+		for k2 := range two {
+			if k == k2 && unsafe.StringData(k) != unsafe.StringData(k2) {
+				t.Fatalf("key %q was not shared", k)
+			}
+		}
+	}
+}
+
 func TestSharedMap(t *testing.T) {
 	if SharedMap(nil) != nil {
 		t.Fatal("nil must stay nil")

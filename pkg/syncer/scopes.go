@@ -86,7 +86,7 @@ func dropTokenValues(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	secret.Labels, secret.Annotations = intern.SharedMap(secret.Labels), intern.Map(secret.Annotations)
+	secret.Labels, secret.Annotations = intern.SharedMap(secret.Labels), compactAnnotations(secret.Annotations)
 	if secret.Labels[pod.LabelPodToken] != "true" {
 		return secret, nil
 	}

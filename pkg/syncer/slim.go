@@ -54,7 +54,7 @@ func compactPhysicalNode(obj any) (any, error) {
 func compactOwned(obj any) (any, error) {
 	if accessor, err := meta.Accessor(obj); err == nil {
 		accessor.SetLabels(intern.Map(accessor.GetLabels()))
-		accessor.SetAnnotations(intern.Map(accessor.GetAnnotations()))
+		accessor.SetAnnotations(compactAnnotations(accessor.GetAnnotations()))
 	}
 	node, ok := obj.(*corev1.Node)
 	if !ok {

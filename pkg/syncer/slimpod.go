@@ -7,7 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/intern"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 )
 
 // The informer transform of the pod caches. A syncer caches each synced
@@ -30,9 +32,28 @@ func compactPods(obj any) (any, error) {
 	}
 	if accessor, err := meta.Accessor(obj); err == nil {
 		accessor.SetLabels(intern.SharedMap(accessor.GetLabels()))
-		accessor.SetAnnotations(intern.Map(accessor.GetAnnotations()))
+		accessor.SetAnnotations(compactAnnotations(accessor.GetAnnotations()))
 	}
 	return obj, nil
+}
+
+// compactAnnotations shares annotation keys, and the values that repeat
+// across objects; the values of the annotations that tie one object to
+// its twin (names, UIDs) or time its renewal are its own, and stay as
+// decoded.
+func compactAnnotations(annotations map[string]string) map[string]string {
+	return intern.MapOwn(annotations, ownAnnotation)
+}
+
+func ownAnnotation(key string) bool {
+	switch key {
+	case kubeoceanv1alpha1.AnnotationPhysicalPodName, kubeoceanv1alpha1.AnnotationPhysicalPodUID,
+		kubeoceanv1alpha1.AnnotationVirtualPodName, kubeoceanv1alpha1.AnnotationVirtualPodUID,
+		kubeoceanv1alpha1.AnnotationPhysicalName, kubeoceanv1alpha1.AnnotationVirtualName,
+		kubeoceanv1alpha1.AnnotationLastSyncTime, pod.AnnotationTokenRefreshAt:
+		return true
+	}
+	return false
 }
 
 // fit returns s in an array of its length: decoding appends element by
@@ -52,7 +73,7 @@ func compactPod(pod *corev1.Pod) {
 	pod.Namespace = shared(pod.Namespace)
 	pod.GenerateName = shared(pod.GenerateName)
 	pod.Labels = intern.SharedMap(pod.Labels)
-	pod.Annotations = intern.Map(pod.Annotations)
+	pod.Annotations = compactAnnotations(pod.Annotations)
 	for i := range pod.OwnerReferences {
 		ref := &pod.OwnerReferences[i]
 		ref.APIVersion, ref.Kind, ref.Name = shared(ref.APIVersion), shared(ref.Kind), shared(ref.Name)
