@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	psaapi "k8s.io/pod-security-admission/api"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
@@ -85,6 +86,11 @@ func (c *Controller) podSecurityViolation(virtual *corev1.Pod, m mapping, physic
 	if err != nil {
 		return ""
 	}
+	level := enforced(namespace.Labels)
+	if level.Level == psaapi.LevelPrivileged {
+		// Nothing to check: the pod is not built for nothing.
+		return ""
+	}
 	// The checks read the spec and annotations, not the names of the
 	// copies, which are not resolved yet.
 	pod := physicalPod(virtual, translation{
@@ -96,7 +102,7 @@ func (c *Controller) podSecurityViolation(virtual *corev1.Pod, m mapping, physic
 		plan:           planIdentity(virtual),
 		apiServer:      c.apiServer,
 	})
-	return c.podSecurity.violation(enforced(namespace.Labels), pod)
+	return c.podSecurity.violation(level, pod)
 }
 
 // recordMapping writes the physical pod's namespace and name on the virtual
