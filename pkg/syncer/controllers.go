@@ -26,7 +26,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 
 	bindings := v.Kubeocean(bindingScope(e.binding.Name)).Kubeocean().V1alpha1().ClusterBindings()
 	virtualNodes := v.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
-	virtualPods := v.Kube(virtualPodScope(clusterID)).Core().V1().Pods()
+	virtualPods := v.Kube(e.virtualPodScope()).Core().V1().Pods()
 	policies := ph.Kubeocean(informers.Scope{}).Kubeocean().V1alpha1().ResourceLeasingPolicies()
 	physicalNodes := ph.Kube(physicalNodeScope(e.binding.Spec.NodeSelector)).Core().V1().Nodes()
 

@@ -169,7 +169,7 @@ func kubeletAPI(e *syncerEnv) (*kubeletapi.Server, *kubeletapi.Endpoints, error)
 	server, err := kubeletapi.New(kubeletapi.Options{
 		BindAddress: o.BindAddress, Endpoints: endpoints, Auth: auth, Certificate: cert,
 		MountNamespace: mount, VirtualNodes: virtualNodes,
-		VirtualPods:  e.virtualInformers.Kube(virtualPodScope(clusterID)).Core().V1().Pods().Lister(),
+		VirtualPods:  e.virtualInformers.Kube(e.virtualPodScope()).Core().V1().Pods().Lister(),
 		PhysicalPods: e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), mount)).Core().V1().Pods().Lister(),
 		Physical:     e.physical.Kube, PhysicalConfig: streamingConfig(e.physicalConfig),
 		StatsEnabled: o.NodeStats, Metrics: metrics,

@@ -33,13 +33,22 @@ import (
 // never changes after that, so a pod kept stays kept until it is deleted.
 // Whether the node is really one of the binding's is for the controllers
 // to check, as before (a node of cluster ID "a-b" has the prefix of "a").
-// The pods kept share their repeating strings (compactPods).
-func virtualPodScope(clusterID string) informers.Scope {
+// The pods kept share their repeating strings (compactPods), and the
+// status parts copied from their physical twins with those (twins; nil:
+// not shared).
+func virtualPodScope(clusterID string, twins *twinStatuses) informers.Scope {
 	prefix := naming.VirtualNodeNamePrefix(clusterID)
 	return informers.Scope{
 		KeepPod:     func(p *corev1.Pod) bool { return strings.HasPrefix(p.Spec.NodeName, prefix) },
 		KeepPodName: "on-" + prefix + "*",
-		Slim:        compactPods, SlimName: "shared-strings",
+		Slim: func(obj any) (any, error) {
+			obj, err := compactPods(obj)
+			if p, ok := obj.(*corev1.Pod); ok && err == nil {
+				twins.share(p)
+			}
+			return obj, err
+		},
+		SlimName: "shared-strings",
 	}
 }
 

@@ -181,7 +181,7 @@ func TestDropTokenValues(t *testing.T) {
 }
 
 func TestVirtualPodScopeKeepsPodsOnTheBindingsVirtualNodes(t *testing.T) {
-	scope := virtualPodScope("cls-a")
+	scope := virtualPodScope("cls-a", nil)
 	on := func(node string) *corev1.Pod { return &corev1.Pod{Spec: corev1.PodSpec{NodeName: node}} }
 	for _, node := range []string{
 		naming.VirtualNodeName("cls-a", "node-1"),
@@ -197,7 +197,7 @@ func TestVirtualPodScopeKeepsPodsOnTheBindingsVirtualNodes(t *testing.T) {
 			t.Errorf("a pod on %q is kept", node)
 		}
 	}
-	if virtualPodScope("cls-a").KeepPodName == virtualPodScope("cls-b").KeepPodName {
+	if virtualPodScope("cls-a", nil).KeepPodName == virtualPodScope("cls-b", nil).KeepPodName {
 		t.Error("two bindings' scopes must not share a factory")
 	}
 }

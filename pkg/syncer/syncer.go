@@ -133,6 +133,14 @@ type syncerEnv struct {
 	kubeletEndpoint node.KubeletEndpointFunc
 	// hostPortTracker: see hostPorts.
 	hostPortTracker *hostports.Tracker
+	// twins shares status parts between the two pod caches; its physical
+	// cache is set once the controllers have asked for their informers.
+	twins *twinStatuses
+}
+
+// virtualPodScope is the scope of the virtual pods the binding may run.
+func (e *syncerEnv) virtualPodScope() informers.Scope {
+	return virtualPodScope(e.binding.Spec.ClusterID, e.twins)
 }
 
 func (e *syncerEnv) physicalAnswerChanged(answers bool) {
@@ -180,6 +188,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		virtualInformers:  informers.NewCluster("virtual", virtual.ListWatchKube, virtual.ListWatchKubeocean, 0),
 		physicalInformers: informers.NewCluster(binding.Name, physical.ListWatchKube, physical.ListWatchKubeocean, 0),
 		physicalRecorder:  recorder,
+		twins:             &twinStatuses{},
 	}
 	virtualMetadata, err := metadata.NewForConfig(clusterhealth.WaitForAnswer(p.Config))
 	if err != nil {
@@ -221,6 +230,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		stopRecorder()
 		return nil, err
 	}
+	env.twins.physical = env.physicalInformers.Kube(boundScope(ownership.Of(binding), binding.Spec.MountNamespace)).Core().V1().Pods().Informer().GetIndexer()
 	return append(runnables,
 		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
 			// Started with the context that ends when any runnable fails, so
@@ -266,7 +276,7 @@ func physicalClients(ctx context.Context, p *app.Process, binding *kubeoceanv1al
 // the controllers already asked for, and returns them for unregistering
 // when the syncer stops.
 func (e *syncerEnv) bindingMetrics() ([]prometheus.Collector, error) {
-	virtualPods := e.virtualInformers.Kube(virtualPodScope(e.binding.Spec.ClusterID)).Core().V1().Pods()
+	virtualPods := e.virtualInformers.Kube(e.virtualPodScope()).Core().V1().Pods()
 	physicalPods := e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods()
 	virtualNodes := e.virtualInformers.Kube(ownedScope(e.binding.Spec.ClusterID, "")).Core().V1().Nodes().Lister()
 	latency := newSyncLatency(e.binding.Name, virtualPods.Lister(), physicalPods.Lister(), virtualNodes)

@@ -59,7 +59,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	copies := ph.Kube(boundScope(owner, mount)).Core().V1()
 	physicalSecrets := ph.Kube(boundSecretsScope(owner, mount)).Core().V1().Secrets()
 	physicalPVs := ph.Kube(physicalPVScope(owner)).Core().V1().PersistentVolumes()
-	virtualPods := v.Kube(virtualPodScope(clusterID)).Core().V1().Pods()
+	virtualPods := v.Kube(e.virtualPodScope()).Core().V1().Pods()
 	virtualNodes := v.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
 
 	hostPorts, err := e.hostPorts()

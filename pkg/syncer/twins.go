@@ -1,0 +1,66 @@
+package syncer
+
+import (
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// twinStatuses lets a cached virtual pod share, with the cached physical
+// pod it was made for, the parts of its status that the status copy
+// (bottomup/podstatus) takes over from that pod as they are: container
+// statuses, pod and host IPs, start time. Every synced pod is cached
+// twice, and once its status is copied these parts say the same thing in
+// both caches. Conditions are not shared: the copy merges them with the
+// virtual pod's own, so they seldom match in order and content.
+//
+// A part is shared only when it equals the physical pod's, and only with
+// the physical pod of the virtual pod's mapping annotations that was made
+// for this virtual pod (its UID annotation). Cached objects are read-only,
+// and a DeepCopy of either pod separates the parts again.
+type twinStatuses struct {
+	// physical is the cache of the binding's physical pods; nil until the
+	// syncer asks for it, and then set before the informers start.
+	physical cache.Indexer
+}
+
+// share points the status parts of virtual that equal those of its
+// physical twin at the twin's.
+func (t *twinStatuses) share(virtual *corev1.Pod) {
+	if t == nil || t.physical == nil {
+		return
+	}
+	namespace := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace]
+	name := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]
+	if namespace == "" || name == "" {
+		return
+	}
+	obj, exists, err := t.physical.GetByKey(namespace + "/" + name)
+	if err != nil || !exists {
+		return
+	}
+	physical, ok := obj.(*corev1.Pod)
+	if !ok || physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtual.UID) {
+		return
+	}
+	mine, twin := &virtual.Status, &physical.Status
+	mine.ContainerStatuses = sameOrOwn(mine.ContainerStatuses, twin.ContainerStatuses)
+	mine.InitContainerStatuses = sameOrOwn(mine.InitContainerStatuses, twin.InitContainerStatuses)
+	mine.EphemeralContainerStatuses = sameOrOwn(mine.EphemeralContainerStatuses, twin.EphemeralContainerStatuses)
+	mine.PodIPs = sameOrOwn(mine.PodIPs, twin.PodIPs)
+	mine.HostIPs = sameOrOwn(mine.HostIPs, twin.HostIPs)
+	if mine.StartTime != nil && twin.StartTime != nil && mine.StartTime.Equal(twin.StartTime) {
+		mine.StartTime = twin.StartTime
+	}
+}
+
+// sameOrOwn returns twin's slice when it holds what mine does, else mine.
+func sameOrOwn[T any](mine, twin []T) []T {
+	if len(mine) == 0 || len(mine) != len(twin) || !reflect.DeepEqual(mine, twin) {
+		return mine
+	}
+	return twin
+}
