@@ -144,3 +144,34 @@ func DiffHistograms(before, after map[string]Histogram) map[string]Histogram {
 	}
 	return out
 }
+
+// Memory is where a Go binary's memory goes, in MiB, from the Go
+// collector's gauges: the heap spans in use (live objects and garbage not
+// yet collected), free heap the runtime still holds (not yet returned to the
+// system), goroutine stacks, and everything else the runtime took.
+type Memory struct{ HeapInUse, HeapFree, Stacks, Other float64 }
+
+// ScrapeMemory reads Memory from a Kubeocean binary's metrics address.
+func ScrapeMemory(metricsAddr string) (Memory, error) {
+	families, err := scrapeFamilies(metricsAddr)
+	if err != nil {
+		return Memory{}, err
+	}
+	gauge := func(name string) float64 {
+		for _, m := range families[name].GetMetric() {
+			return m.GetGauge().GetValue() / (1 << 20)
+		}
+		return 0
+	}
+	m := Memory{
+		HeapInUse: gauge("go_memstats_heap_inuse_bytes"),
+		HeapFree:  gauge("go_memstats_heap_idle_bytes") - gauge("go_memstats_heap_released_bytes"),
+		Stacks:    gauge("go_memstats_stack_inuse_bytes"),
+	}
+	m.Other = gauge("go_memstats_sys_bytes") - gauge("go_memstats_heap_sys_bytes") - m.Stacks
+	return m, nil
+}
+
+func (m Memory) String() string {
+	return fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", m.HeapInUse, m.HeapFree, m.Stacks, m.Other)
+}

@@ -268,6 +268,9 @@ type burst struct {
 	// rssBefore and rssAfter are the syncer's RSS (MiB) before the burst
 	// and once all its pods run.
 	rssBefore, rssAfter float64
+	// memBefore and memAfter break the runtime's share of the RSS down,
+	// read right after it.
+	memBefore, memAfter benchenv.Memory
 	// heapBefore and heapAfter are its live heap (MiB) right after a
 	// collection, read after the RSS.
 	heapBefore, heapAfter float64
@@ -297,6 +300,9 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 	}
 	defer tl.stop()
 	if r.rssBefore, err = b.syncer.RSS(); err != nil {
+		return r, err
+	}
+	if r.memBefore, err = benchenv.ScrapeMemory(b.metricsAddr); err != nil {
 		return r, err
 	}
 	if r.heapBefore, err = benchenv.LiveHeap(b.metricsAddr); err != nil {
@@ -338,6 +344,9 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 	r.kubeletLatency = tl.latencies(tl.physicalSeen, tl.physicalRun)
 	waitProfiles()
 	if r.rssAfter, err = b.syncer.RSS(); err != nil {
+		return r, err
+	}
+	if r.memAfter, err = benchenv.ScrapeMemory(b.metricsAddr); err != nil {
 		return r, err
 	}
 	if r.heapAfter, err = benchenv.LiveHeap(b.metricsAddr); err != nil {

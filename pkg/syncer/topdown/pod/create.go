@@ -16,8 +16,8 @@ import (
 )
 
 // create makes the physical pod of a virtual pod that has none: mapping
-// recorded on the virtual pod first, then the dependencies copied, the
-// token Secret made, and the pod created.
+// recorded on the virtual pod (while the token Secret is made), then the
+// dependencies copied, and the pod created.
 func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping, physicalNode string) (controller.Result, error) {
 	logger := klog.FromContext(ctx)
 	if isDaemonSetPod(virtual) && !c.syncDaemonSetPods {
@@ -31,8 +31,9 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 	if message := c.hostPortsInUse(virtual, physicalNode); message != "" {
 		return c.refuseForHostPorts(ctx, virtual, physicalNode, message)
 	}
+	plan := planIdentity(virtual)
 	if !m.recorded {
-		recorded, err := c.recordMapping(ctx, virtual, m)
+		recorded, err := c.recordMappingBesideToken(ctx, virtual, m, plan)
 		if err != nil || recorded == nil {
 			return controller.Result{}, err
 		}
@@ -43,7 +44,8 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 	if problem != nil {
 		return c.waitForDependencies(ctx, virtual, problem)
 	}
-	plan := planIdentity(virtual)
+	// After recordMappingBesideToken this finds the Secret it made, and
+	// sends nothing.
 	if _, err := c.ensureTokenSecret(ctx, virtual, m.name, plan); err != nil {
 		return controller.Result{}, err
 	}
@@ -103,6 +105,32 @@ func (c *Controller) podSecurityViolation(virtual *corev1.Pod, m mapping, physic
 		apiServer:      c.apiServer,
 	})
 	return c.podSecurity.violation(level, pod)
+}
+
+// recordMappingBesideToken records the mapping and, meanwhile, makes the
+// pod's token Secret (plan): the two do not depend on each other, and a new
+// pod otherwise waits for three round trips in a row before its own create.
+// The physical pod still waits for both, so the mapping is on the virtual
+// pod before the physical pod exists. Should the mapping fail, the retry
+// needs the same Secret (the physical name is the same) and finds it; should
+// the virtual pod be gone, its key comes back with the Secret's event and
+// cleanUpAfter removes the Secret. It returns what recordMapping does, or
+// the token's error when only that failed.
+func (c *Controller) recordMappingBesideToken(ctx context.Context, virtual *corev1.Pod, m mapping, plan identityPlan) (*corev1.Pod, error) {
+	if plan.empty() {
+		return c.recordMapping(ctx, virtual, m)
+	}
+	tokenDone := make(chan error, 1)
+	go func() {
+		_, err := c.ensureTokenSecret(ctx, virtual, m.name, plan)
+		tokenDone <- err
+	}()
+	recorded, err := c.recordMapping(ctx, virtual, m)
+	tokenErr := <-tokenDone
+	if err != nil || recorded == nil {
+		return recorded, err
+	}
+	return recorded, tokenErr
 }
 
 // recordMapping writes the physical pod's namespace and name on the virtual

@@ -66,15 +66,28 @@ func assertWrites(t *testing.T, f *fixture, want ...string) {
 	}
 }
 
+// assertCreatedWithToken checks the writes of a new pod with a token: the
+// mapping and the TokenRequest with its Secret side by side (the Secret
+// after the token it holds), and the physical pod only after all of them.
+func assertCreatedWithToken(t *testing.T, f *fixture) {
+	t.Helper()
+	got := f.takeWrites()
+	mapping, token := "virtual update pods", []string{"virtual create serviceaccounts/token", "physical create secrets"}
+	without := slices.DeleteFunc(slices.Clone(got), func(w string) bool { return w == mapping })
+	if len(got) != 4 || len(without) != 3 || !slices.Equal(without, append(token, "physical create pods")) || got[3] != "physical create pods" {
+		t.Errorf("writes = %q, want %q beside %q, then %q", got, mapping, token, "physical create pods")
+	}
+}
+
 // TestCreate follows a new virtual pod: the mapping is recorded on it
-// first, then the token Secret and the physical pod are created, and
+// while the token Secret is made, then the physical pod is created, and
 // reconciling again — also once the bottom-up side recorded the physical
 // UID — writes nothing.
 func TestCreate(t *testing.T) {
 	virtual := withTokenVolume(boundPod())
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, apiServer: "10.0.0.1:6443"})
 	result := f.mustReconcile()
-	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+	assertCreatedWithToken(t, f)
 	if result.RequeueAfter != 0 {
 		t.Errorf("RequeueAfter = %v after create, want 0 (the physical pod's event comes)", result.RequeueAfter)
 	}

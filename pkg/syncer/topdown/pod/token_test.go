@@ -2,13 +2,20 @@ package pod
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 func TestRefreshTime(t *testing.T) {
@@ -106,7 +113,7 @@ func TestTokenCAFromCache(t *testing.T) {
 	for _, cached := range []bool{true, false} {
 		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}, rootCANotCached: !cached})
 		f.mustReconcile()
-		assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+		assertCreatedWithToken(t, f)
 		secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +134,7 @@ func createdWithTokenSecretUncached(t *testing.T) *fixture {
 	t.Helper()
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
 	f.mustReconcile()
-	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+	assertCreatedWithToken(t, f)
 	pod, err := f.physicalPod()
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +173,7 @@ func TestCreatedTokenSecretAwaitedInCache(t *testing.T) {
 func TestCreatedTokenSecretDeletedBeforeCached(t *testing.T) {
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
 	f.mustReconcile()
-	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+	assertCreatedWithToken(t, f)
 	secrets := f.physicalKube.CoreV1().Secrets(mountNS)
 	created, err := secrets.Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
 	if err != nil {
@@ -234,4 +241,101 @@ func TestCreatedTokenSecretEventDuringTheLookup(t *testing.T) {
 	if reads := len(actions(f.physicalKube, "get", "secrets")); reads != 0 {
 		t.Errorf("%d live reads of secrets, want none", reads)
 	}
+}
+
+// A new pod's mapping and its token are made side by side: the mapping's
+// update is held until the token Secret exists, which a create that made
+// them one after the other would never let happen.
+func TestMappingAndTokenOverlap(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	secretCreated := make(chan struct{})
+	var once sync.Once
+	f.react(f.physicalKube, "create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { close(secretCreated) })
+		return false, nil, nil
+	})
+	held := &heldUpdates{VirtualClient: f.controller.virtualClient, until: secretCreated}
+	f.controller.virtualClient = held
+	f.mustReconcile()
+	assertCreatedWithToken(t, f)
+	if !held.released {
+		t.Error("the mapping was recorded before the token Secret was made")
+	}
+}
+
+// heldUpdates holds each pod update (outside the fake clientset, whose
+// lock would hold every other request too) until until is closed, for at
+// most a few seconds, and tells whether it was.
+type heldUpdates struct {
+	VirtualClient
+	until    <-chan struct{}
+	released bool
+}
+
+func (c *heldUpdates) Pods(namespace string) corev1client.PodInterface {
+	return heldPods{c.VirtualClient.Pods(namespace), c}
+}
+
+type heldPods struct {
+	corev1client.PodInterface
+	held *heldUpdates
+}
+
+func (p heldPods) Update(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error) {
+	select {
+	case <-p.held.until:
+		p.held.released = true
+	case <-time.After(5 * time.Second):
+	}
+	return p.PodInterface.Update(ctx, pod, opts)
+}
+
+// When only the token fails, the mapping stays recorded, no physical pod
+// is made, and the retry issues the token and creates the pod. When only
+// the mapping fails, the retry uses the Secret already made.
+func TestMappingBesideTokenFailures(t *testing.T) {
+	t.Run("token fails", func(t *testing.T) {
+		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+		failures := 1
+		f.react(f.virtualKube, "create", "serviceaccounts", func(clienttesting.Action) (bool, runtime.Object, error) {
+			if failures > 0 {
+				failures--
+				return true, nil, apierrors.NewServiceUnavailable("token issuer down")
+			}
+			return false, nil, nil
+		})
+		if _, err := f.reconcile(); err == nil {
+			t.Fatal("reconcile succeeded while the TokenRequest failed")
+		}
+		writes := f.takeWrites()
+		slices.Sort(writes)
+		if want := []string{"virtual create serviceaccounts/token", "virtual update pods"}; !slices.Equal(writes, want) {
+			t.Errorf("writes = %q, want %q", writes, want)
+		}
+		f.syncCaches()
+		f.mustReconcile()
+		assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+	})
+	t.Run("mapping fails", func(t *testing.T) {
+		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+		failures := 1
+		f.react(f.virtualKube, "update", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+			if failures > 0 {
+				failures--
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("changed"))
+			}
+			return false, nil, nil
+		})
+		if _, err := f.reconcile(); !apierrors.IsConflict(err) {
+			t.Fatalf("reconcile = %v, want the mapping's conflict", err)
+		}
+		writes := f.takeWrites()
+		slices.Sort(writes)
+		if want := []string{"physical create secrets", "virtual create serviceaccounts/token", "virtual update pods"}; !slices.Equal(writes, want) {
+			t.Errorf("writes = %q, want %q", writes, want)
+		}
+		f.syncCaches()
+		f.mustReconcile()
+		assertWrites(t, f, "virtual update pods", "physical create pods")
+	})
 }
