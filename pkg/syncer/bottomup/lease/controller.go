@@ -182,11 +182,13 @@ func (c *Controller) leaseHandler() controller.Handler[*coordinationv1.Lease, st
 			return lease.Namespace == corev1.NamespaceNodeLease && c.ownsLease(lease)
 		},
 		Changed: func(oldLease, newLease *coordinationv1.Lease) bool {
-			oldCopy, newCopy := oldLease.DeepCopy(), newLease.DeepCopy()
-			for _, l := range []*coordinationv1.Lease{oldCopy, newCopy} {
+			// Shallow copies: only their own top-level fields are cleared,
+			// nothing they share with the cached Leases is written.
+			oldCopy, newCopy := *oldLease, *newLease
+			for _, l := range []*coordinationv1.Lease{&oldCopy, &newCopy} {
 				l.ResourceVersion, l.ManagedFields, l.Spec.RenewTime = "", nil, nil
 			}
-			return !equality.Semantic.DeepEqual(oldCopy, newCopy)
+			return !equality.Semantic.DeepEqual(&oldCopy, &newCopy)
 		},
 	}
 }

@@ -83,6 +83,11 @@ func TestEventHandlers(t *testing.T) {
 		})
 	}
 
+	// The handlers read cached objects, which they must leave as they are.
+	if renewed.Spec.RenewTime == nil || renewed.ResourceVersion != "2" {
+		t.Errorf("the lease handler changed the cached lease: renewTime %v, resourceVersion %q", renewed.Spec.RenewTime, renewed.ResourceVersion)
+	}
+
 	got = nil
 	deleted := ourLease(virtualName, testStart)
 	leases.OnDelete(cache.DeletedFinalStateUnknown{Key: "kube-node-lease/" + virtualName, Obj: deleted})

@@ -72,7 +72,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 	}
 
 	desired := c.desiredLease(lease, node, now, renew)
-	if equality.Semantic.DeepEqual(lease, desired) {
+	// A renewal moves renewTime: only a pass that does not renew can find
+	// nothing to write.
+	if !renew && equality.Semantic.DeepEqual(lease, desired) {
 		return requeueWhileReady(ready, wait), nil
 	}
 	if _, err := c.client.Leases(desired.Namespace).Update(ctx, desired, metav1.UpdateOptions{}); err != nil {
