@@ -116,8 +116,13 @@ func (c *Controller) podSecurityViolation(virtual *corev1.Pod, m mapping, physic
 // the virtual pod be gone, its key comes back with the Secret's event and
 // cleanUpAfter removes the Secret. It returns what recordMapping does, or
 // the token's error when only that failed.
+//
+// While other pods wait in the queue, the two go one after the other, as
+// the rest of create does: the apiservers are then what pods wait for, and
+// a pod's second request in flight only delays the pods queued behind it
+// (measured: a burst's p99 to the physical pod grew by a third).
 func (c *Controller) recordMappingBesideToken(ctx context.Context, virtual *corev1.Pod, m mapping, plan identityPlan) (*corev1.Pod, error) {
-	if plan.empty() {
+	if plan.empty() || c.Len() > 0 {
 		return c.recordMapping(ctx, virtual, m)
 	}
 	tokenDone := make(chan error, 1)

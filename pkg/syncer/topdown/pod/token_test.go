@@ -16,6 +16,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestRefreshTime(t *testing.T) {
@@ -254,7 +255,7 @@ func TestMappingAndTokenOverlap(t *testing.T) {
 		once.Do(func() { close(secretCreated) })
 		return false, nil, nil
 	})
-	held := &heldUpdates{VirtualClient: f.controller.virtualClient, until: secretCreated}
+	held := &heldUpdates{VirtualClient: f.controller.virtualClient, until: secretCreated, atMost: 5 * time.Second}
 	f.controller.virtualClient = held
 	f.mustReconcile()
 	assertCreatedWithToken(t, f)
@@ -265,10 +266,11 @@ func TestMappingAndTokenOverlap(t *testing.T) {
 
 // heldUpdates holds each pod update (outside the fake clientset, whose
 // lock would hold every other request too) until until is closed, for at
-// most a few seconds, and tells whether it was.
+// most atMost, and tells whether it was.
 type heldUpdates struct {
 	VirtualClient
 	until    <-chan struct{}
+	atMost   time.Duration
 	released bool
 }
 
@@ -285,7 +287,7 @@ func (p heldPods) Update(ctx context.Context, pod *corev1.Pod, opts metav1.Updat
 	select {
 	case <-p.held.until:
 		p.held.released = true
-	case <-time.After(5 * time.Second):
+	case <-time.After(p.held.atMost):
 	}
 	return p.PodInterface.Update(ctx, pod, opts)
 }
@@ -338,4 +340,25 @@ func TestMappingBesideTokenFailures(t *testing.T) {
 		f.mustReconcile()
 		assertWrites(t, f, "virtual update pods", "physical create pods")
 	})
+}
+
+// While other pods wait in the queue, a new pod's mapping is recorded
+// before its token is made, not beside it: the mapping's update, held for a
+// second in case the Secret comes, goes out without it.
+func TestMappingBeforeTokenWhilePodsWait(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	secretCreated := make(chan struct{})
+	var once sync.Once
+	f.react(f.physicalKube, "create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { close(secretCreated) })
+		return false, nil, nil
+	})
+	held := &heldUpdates{VirtualClient: f.controller.virtualClient, until: secretCreated, atMost: time.Second}
+	f.controller.virtualClient = held
+	f.controller.Enqueue(cache.ObjectName{Namespace: virtualNS, Name: "waiting"})
+	f.mustReconcile()
+	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
+	if held.released {
+		t.Error("the token Secret was made while the mapping was being recorded")
+	}
 }
