@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -360,5 +361,21 @@ func TestMappingBeforeTokenWhilePodsWait(t *testing.T) {
 	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
 	if held.released {
 		t.Error("the token Secret was made while the mapping was being recorded")
+	}
+}
+
+// A panic while the token is made beside the mapping is the reconcile's
+// error, as one in the worker would be, not the end of the process.
+func TestTokenPanicBesideMappingIsAnError(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	f.react(f.virtualKube, "create", "serviceaccounts", func(clienttesting.Action) (bool, runtime.Object, error) {
+		panic("token issuer bug")
+	})
+	_, err := f.reconcile()
+	if err == nil || !strings.Contains(err.Error(), "panicked: token issuer bug") {
+		t.Fatalf("reconcile = %v, want the panic as an error", err)
+	}
+	if writes := f.takeWrites(); slices.Contains(writes, "physical create pods") {
+		t.Errorf("writes = %q: a physical pod was made without its token", writes)
 	}
 }
