@@ -250,19 +250,26 @@ func TestCreatedTokenSecretEventDuringTheLookup(t *testing.T) {
 // them one after the other would never let happen.
 func TestMappingAndTokenOverlap(t *testing.T) {
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	held := holdMappingUntilSecret(f, 5*time.Second)
+	f.mustReconcile()
+	assertCreatedWithToken(t, f)
+	if !held.released {
+		t.Error("the mapping was recorded before the token Secret was made")
+	}
+}
+
+// holdMappingUntilSecret holds the controller's virtual pod updates until
+// a Secret is created in the physical cluster, for at most atMost.
+func holdMappingUntilSecret(f *fixture, atMost time.Duration) *heldUpdates {
 	secretCreated := make(chan struct{})
 	var once sync.Once
 	f.react(f.physicalKube, "create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
 		once.Do(func() { close(secretCreated) })
 		return false, nil, nil
 	})
-	held := &heldUpdates{VirtualClient: f.controller.virtualClient, until: secretCreated, atMost: 5 * time.Second}
+	held := &heldUpdates{VirtualClient: f.controller.virtualClient, until: secretCreated, atMost: atMost}
 	f.controller.virtualClient = held
-	f.mustReconcile()
-	assertCreatedWithToken(t, f)
-	if !held.released {
-		t.Error("the mapping was recorded before the token Secret was made")
-	}
+	return held
 }
 
 // heldUpdates holds each pod update (outside the fake clientset, whose
@@ -348,14 +355,7 @@ func TestMappingBesideTokenFailures(t *testing.T) {
 // second in case the Secret comes, goes out without it.
 func TestMappingBeforeTokenWhilePodsWait(t *testing.T) {
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
-	secretCreated := make(chan struct{})
-	var once sync.Once
-	f.react(f.physicalKube, "create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
-		once.Do(func() { close(secretCreated) })
-		return false, nil, nil
-	})
-	held := &heldUpdates{VirtualClient: f.controller.virtualClient, until: secretCreated, atMost: time.Second}
-	f.controller.virtualClient = held
+	held := holdMappingUntilSecret(f, time.Second)
 	f.controller.Enqueue(cache.ObjectName{Namespace: virtualNS, Name: "waiting"})
 	f.mustReconcile()
 	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
