@@ -3,6 +3,7 @@ package lease
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -16,6 +17,7 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
@@ -181,16 +183,21 @@ func (c *Controller) leaseHandler() controller.Handler[*coordinationv1.Lease, st
 		Filter: func(lease *coordinationv1.Lease) bool {
 			return lease.Namespace == corev1.NamespaceNodeLease && c.ownsLease(lease)
 		},
-		Changed: func(oldLease, newLease *coordinationv1.Lease) bool {
-			// Shallow copies: only their own top-level fields are cleared,
-			// nothing they share with the cached Leases is written.
-			oldCopy, newCopy := *oldLease, *newLease
-			for _, l := range []*coordinationv1.Lease{&oldCopy, &newCopy} {
-				l.ResourceVersion, l.ManagedFields, l.Spec.RenewTime = "", nil, nil
-			}
-			return !equality.Semantic.DeepEqual(&oldCopy, &newCopy)
-		},
+		Changed: writtenFieldsChanged,
 	}
+}
+
+// writtenFieldsChanged tells whether what desiredLease sets of a Lease
+// (labels, owner references, holder, duration, acquire time) or its
+// deletion changed: what a reconcile would restore. It runs on every
+// renewal's event, so it compares those fields only.
+func writtenFieldsChanged(oldLease, newLease *coordinationv1.Lease) bool {
+	return !maps.Equal(oldLease.Labels, newLease.Labels) ||
+		!equality.Semantic.DeepEqual(oldLease.OwnerReferences, newLease.OwnerReferences) ||
+		!ptr.Equal(oldLease.Spec.HolderIdentity, newLease.Spec.HolderIdentity) ||
+		!ptr.Equal(oldLease.Spec.LeaseDurationSeconds, newLease.Spec.LeaseDurationSeconds) ||
+		!oldLease.Spec.AcquireTime.Equal(newLease.Spec.AcquireTime) ||
+		(oldLease.DeletionTimestamp == nil) != (newLease.DeletionTimestamp == nil)
 }
 
 // physicalNodeHandler renews at once when a physical node turns Ready and

@@ -10,6 +10,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
@@ -55,6 +56,14 @@ func TestEventHandlers(t *testing.T) {
 	withRV := func(obj metav1.Object, rv string) metav1.Object { obj.SetResourceVersion(rv); return obj }
 	renewed := ourLease(virtualName, testStart)
 	renewed.Spec.RenewTime = &metav1.MicroTime{Time: testStart.Add(10 * time.Second)}
+	otherHolder := ourLease(virtualName, testStart)
+	otherHolder.Spec.HolderIdentity = ptr.To("someone")
+	shorter := ourLease(virtualName, testStart)
+	shorter.Spec.LeaseDurationSeconds = ptr.To[int32](5)
+	orphaned := ourLease(virtualName, testStart)
+	orphaned.OwnerReferences = nil
+	annotated := ourLease(virtualName, testStart)
+	annotated.Annotations = map[string]string{"example.com/note": "x"}
 	relabelled := virtualNode(virtualName, "worker-2")
 	statusOnly := virtualNode(virtualName, "worker-1")
 	statusOnly.Status.Phase = corev1.NodeRunning
@@ -70,6 +79,10 @@ func TestEventHandlers(t *testing.T) {
 		{"physical node without a virtual twin", physical, physicalNode("worker-9", corev1.ConditionTrue), physicalNode("worker-9", corev1.ConditionFalse), nil},
 		{"our renewal", leases, ourLease(virtualName, testStart), renewed, nil},
 		{"lease rewritten by someone", leases, ourLease(virtualName, testStart), foreignLease(virtualName), []string{virtualName}},
+		{"holder changed", leases, ourLease(virtualName, testStart), otherHolder, []string{virtualName}},
+		{"duration changed", leases, ourLease(virtualName, testStart), shorter, []string{virtualName}},
+		{"owner reference dropped", leases, ourLease(virtualName, testStart), orphaned, []string{virtualName}},
+		{"annotated by someone", leases, ourLease(virtualName, testStart), annotated, nil},
 		{"virtual node status", virtual, virtualNode(virtualName, "worker-1"), statusOnly, nil},
 		{"virtual node repointed", virtual, virtualNode(virtualName, "worker-1"), relabelled, []string{virtualName}},
 	}

@@ -126,6 +126,7 @@ func (c *Controller) physicalNodeReady(name string) bool {
 // desiredLease is current (nil: a new Lease) with our labels, the owner
 // reference to node, the holder and duration set, and, when renew, the
 // renewTime moved to now. Labels and owner references of others are kept.
+// The lease handler's writtenFieldsChanged compares what this sets.
 func (c *Controller) desiredLease(current *coordinationv1.Lease, node *corev1.Node, now time.Time, renew bool) *coordinationv1.Lease {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: node.Name}}
 	if current != nil {
