@@ -57,28 +57,45 @@ func ScrapeGauges(metricsAddr, name string) (map[string]float64, error) {
 	return out, nil
 }
 
-// LiveHeap is the heap in use, in bytes, of a Kubeocean binary run with
-// --profiling, right after a garbage collection: what it holds, without
-// the garbage a reading at a random time includes.
-func LiveHeap(metricsAddr string) (float64, error) {
+// Heap is a Go binary's heap right after a garbage collection, in bytes:
+// the live objects, and the heap spans that hold them. Spans stay in use
+// while any object in them lives, so Spans above Objects is the room
+// between live objects that the freed garbage left (fragmentation), which
+// the RSS pays for as well.
+type Heap struct{ Objects, Spans float64 }
+
+// MiB is h in MiB.
+func (h Heap) MiB() Heap { return Heap{h.Objects / (1 << 20), h.Spans / (1 << 20)} }
+
+// LiveHeap is the Heap of a Kubeocean binary run with --profiling: what it
+// holds, without the garbage a reading at a random time includes.
+func LiveHeap(metricsAddr string) (Heap, error) {
 	// ?gc=1 collects before the profile is taken.
 	resp, err := http.Get("http://" + metricsAddr + "/debug/pprof/heap?gc=1")
 	if err != nil {
-		return 0, err
+		return Heap{}, err
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("/debug/pprof/heap: %s (run the binary with --profiling)", resp.Status)
+		return Heap{}, fmt.Errorf("/debug/pprof/heap: %s (run the binary with --profiling)", resp.Status)
 	}
-	gauges, err := ScrapeGauges(metricsAddr, "go_memstats_heap_inuse_bytes")
+	families, err := scrapeFamilies(metricsAddr)
 	if err != nil {
-		return 0, err
+		return Heap{}, err
 	}
-	for _, v := range gauges {
-		return v, nil
+	gauge := func(name string) (float64, error) {
+		for _, m := range families[name].GetMetric() {
+			return m.GetGauge().GetValue(), nil
+		}
+		return 0, fmt.Errorf("%s shows no %s", metricsAddr, name)
 	}
-	return 0, fmt.Errorf("%s shows no go_memstats_heap_inuse_bytes", metricsAddr)
+	var h Heap
+	if h.Objects, err = gauge("go_memstats_heap_alloc_bytes"); err != nil {
+		return h, err
+	}
+	h.Spans, err = gauge("go_memstats_heap_inuse_bytes")
+	return h, err
 }
 
 // scrapeFamilies reads the metrics a Kubeocean binary serves on plain

@@ -320,7 +320,7 @@ func (b *bench) footprint(ctx context.Context) (footprint, error) {
 	if err != nil {
 		return f, err
 	}
-	f.heapMiB = heap / (1 << 20)
+	f.heapMiB = heap.MiB().Spans
 	metrics, err := benchenv.ScrapeGauges(b.metricsAddr, "kubeocean_binding_virtual_pods_cached")
 	if err != nil {
 		return f, err

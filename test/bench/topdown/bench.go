@@ -271,9 +271,9 @@ type burst struct {
 	// memBefore and memAfter break the runtime's share of the RSS down,
 	// read right after it.
 	memBefore, memAfter benchenv.Memory
-	// heapBefore and heapAfter are its live heap (MiB) right after a
+	// heapBefore and heapAfter are its live heap right after a
 	// collection, read after the RSS.
-	heapBefore, heapAfter float64
+	heapBefore, heapAfter benchenv.Heap
 }
 
 // throughput creates the virtual pods bound to the virtual nodes and times
@@ -352,7 +352,7 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 	if r.heapAfter, err = benchenv.LiveHeap(b.metricsAddr); err != nil {
 		return r, err
 	}
-	r.heapBefore, r.heapAfter = r.heapBefore/(1<<20), r.heapAfter/(1<<20)
+	r.heapBefore, r.heapAfter = r.heapBefore.MiB(), r.heapAfter.MiB()
 	return r, b.heapProfile(ctx, b.cfg.profileDir, "syncer.heap")
 }
 

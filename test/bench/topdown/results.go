@@ -53,8 +53,10 @@ func (r results) print(cfg config) {
 	fmt.Fprintf(w, "syncer RSS before → after the burst (MiB)\t%.1f → %.1f\t\t\t\n", b.rssBefore, b.rssAfter)
 	fmt.Fprintf(w, "syncer RSS growth per 1,000 synced pods (MiB)\t%.1f\t\t\t≤ 15\n", (b.rssAfter-b.rssBefore)*1000/n)
 	fmt.Fprintf(w, "  of the RSS, heap spans in use / free heap held / stacks / runtime (MiB)\t%s → %s\t\t\t\n", b.memBefore, b.memAfter)
-	fmt.Fprintf(w, "syncer live heap before → after the burst (MiB)\t%.1f → %.1f\t\t\t\n", b.heapBefore, b.heapAfter)
-	fmt.Fprintf(w, "syncer live heap growth per 1,000 synced pods (MiB)\t%.1f\t\t\t\n", (b.heapAfter-b.heapBefore)*1000/n)
+	fmt.Fprintf(w, "syncer live heap before → after the burst, objects / spans holding them (MiB)\t%.1f / %.1f → %.1f / %.1f\t\t\t\n",
+		b.heapBefore.Objects, b.heapBefore.Spans, b.heapAfter.Objects, b.heapAfter.Spans)
+	fmt.Fprintf(w, "syncer live heap growth per 1,000 synced pods, objects / spans (MiB)\t%.1f / %.1f\t\t\t\n",
+		(b.heapAfter.Objects-b.heapBefore.Objects)*1000/n, (b.heapAfter.Spans-b.heapBefore.Spans)*1000/n)
 	w.Flush()
 	r.printDetails(cfg)
 }

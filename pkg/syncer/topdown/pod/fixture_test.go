@@ -409,6 +409,19 @@ func (f *fixture) react(client *kubefake.Clientset, verb, resource string, fn cl
 	client.ReactionChain = slices.Insert(client.ReactionChain, 1, clienttesting.Reactor(reactor))
 }
 
+// failOnce is a reaction that fails the first request it sees with err
+// and lets the following ones through.
+func failOnce(err error) clienttesting.ReactionFunc {
+	failed := false
+	return func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failed {
+			return false, nil, nil
+		}
+		failed = true
+		return true, nil, err
+	}
+}
+
 func invalidPod() error {
 	return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, physicalName,
 		field.ErrorList{field.Invalid(field.NewPath("spec", "containers"), "x", "not allowed here")})

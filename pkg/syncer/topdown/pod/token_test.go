@@ -306,14 +306,7 @@ func (p heldPods) Update(ctx context.Context, pod *corev1.Pod, opts metav1.Updat
 func TestMappingBesideTokenFailures(t *testing.T) {
 	t.Run("token fails", func(t *testing.T) {
 		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
-		failures := 1
-		f.react(f.virtualKube, "create", "serviceaccounts", func(clienttesting.Action) (bool, runtime.Object, error) {
-			if failures > 0 {
-				failures--
-				return true, nil, apierrors.NewServiceUnavailable("token issuer down")
-			}
-			return false, nil, nil
-		})
+		f.react(f.virtualKube, "create", "serviceaccounts", failOnce(apierrors.NewServiceUnavailable("token issuer down")))
 		if _, err := f.reconcile(); err == nil {
 			t.Fatal("reconcile succeeded while the TokenRequest failed")
 		}
@@ -328,14 +321,7 @@ func TestMappingBesideTokenFailures(t *testing.T) {
 	})
 	t.Run("mapping fails", func(t *testing.T) {
 		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
-		failures := 1
-		f.react(f.virtualKube, "update", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-			if failures > 0 {
-				failures--
-				return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("changed"))
-			}
-			return false, nil, nil
-		})
+		f.react(f.virtualKube, "update", "pods", failOnce(apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("changed"))))
 		if _, err := f.reconcile(); !apierrors.IsConflict(err) {
 			t.Fatalf("reconcile = %v, want the mapping's conflict", err)
 		}
