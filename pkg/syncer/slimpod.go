@@ -38,10 +38,10 @@ func compactPods(obj any) (any, error) {
 }
 
 // compactAnnotations shares annotation keys, and the values that repeat
-// across objects; the values of the annotations that tie one object to
-// its twin (names, UIDs, the physical pod's last-applied state, which
-// names its virtual pod) or time its renewal are its own, and stay as
-// decoded.
+// across objects (among them the physical pod's last-applied state, the
+// same for the pods of one workload); the values of the annotations that
+// tie one object to its twin (names, UIDs) or time its renewal are its
+// own, and stay as decoded.
 func compactAnnotations(annotations map[string]string) map[string]string {
 	return intern.MapOwn(annotations, ownAnnotation)
 }
@@ -51,8 +51,7 @@ func ownAnnotation(key string) bool {
 	case kubeoceanv1alpha1.AnnotationPhysicalPodName, kubeoceanv1alpha1.AnnotationPhysicalPodUID,
 		kubeoceanv1alpha1.AnnotationVirtualPodName, kubeoceanv1alpha1.AnnotationVirtualPodUID,
 		kubeoceanv1alpha1.AnnotationPhysicalName, kubeoceanv1alpha1.AnnotationVirtualName,
-		kubeoceanv1alpha1.AnnotationLastSyncTime, pod.AnnotationTokenRefreshAt,
-		pod.AnnotationLastApplied: // names the virtual pod and its UID
+		kubeoceanv1alpha1.AnnotationLastSyncTime, pod.AnnotationTokenRefreshAt:
 		return true
 	}
 	return false

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 )
 
 // realisticPod is a pod of a Deployment as the apiserver stores it once
@@ -198,6 +200,15 @@ func TestCompactPhysicalKeepsWhatTheControllersRead(t *testing.T) {
 	other, _ := compactPhysical(decodedPod(t, "web-7d9c6b5f4-fghij"))
 	if !sameMemory(got.Spec.Containers[0].Image, other.(*corev1.Pod).Spec.Containers[0].Image) {
 		t.Error("the image two physical pods have in common is not shared")
+	}
+	// The pods of one workload record one last-applied state: one copy.
+	applied := `{"labels":{"app":"web"},"images":{"containers/web":"registry.example/shop/web:1.42.0"}}`
+	one, two := decodedPod(t, "web-7d9c6b5f4-uvwxy"), decodedPod(t, "web-7d9c6b5f4-zabcd")
+	one.Annotations[pod.AnnotationLastApplied], two.Annotations[pod.AnnotationLastApplied] = strings.Clone(applied), strings.Clone(applied)
+	compactPhysical(one)
+	compactPhysical(two)
+	if !sameMemory(one.Annotations[pod.AnnotationLastApplied], two.Annotations[pod.AnnotationLastApplied]) {
+		t.Error("the last-applied state two physical pods have in common is not shared")
 	}
 	third := decodedPod(t, "web-7d9c6b5f4-klmno")
 	third.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:1"}}

@@ -17,7 +17,10 @@ import (
 // JSON). Changes are computed as last applied → desired and applied to the
 // live pod, as kubectl apply does, so labels, annotations or images that
 // webhooks or people set on the physical side stay until the virtual pod
-// itself changes that key.
+// itself changes that key. It leaves out the enforced annotations, which
+// name the virtual pod and are put back whatever was applied before, so
+// the pods of one workload record the same text and the syncer's cache
+// holds it once.
 const AnnotationLastApplied = "kubeocean.io/last-applied"
 
 // appliedState is the part of a physical pod that follows the virtual pod
@@ -35,16 +38,32 @@ func (s appliedState) equal(o appliedState) bool {
 		ptr.Equal(s.ActiveDeadlineSeconds, o.ActiveDeadlineSeconds) && maps.Equal(s.Images, o.Images)
 }
 
+// encode is s as AnnotationLastApplied records it.
 func (s appliedState) encode() string {
-	data, err := json.Marshal(s)
+	data, err := json.Marshal(s.recorded())
 	if err != nil {
 		panic(err) // maps of strings and an integer always encode
 	}
 	return string(data)
 }
 
-// lastApplied reads AnnotationLastApplied; a missing or broken one reads as
-// nothing applied, so every desired key is written once.
+// recorded is s without the enforced annotations: what
+// AnnotationLastApplied records of it.
+func (s appliedState) recorded() appliedState {
+	annotations := make(map[string]string, len(s.Annotations))
+	for k, v := range s.Annotations {
+		if !enforcedAnnotation(k) {
+			annotations[k] = v
+		}
+	}
+	s.Annotations = annotations
+	return s
+}
+
+// lastApplied reads AnnotationLastApplied, as recorded (a record of an
+// older version, with the enforced annotations, reads as if without); a
+// missing or broken one reads as nothing applied, so every desired key is
+// written once.
 func lastApplied(pod *corev1.Pod) appliedState {
 	var s appliedState
 	if data, ok := pod.Annotations[AnnotationLastApplied]; ok {
@@ -52,7 +71,7 @@ func lastApplied(pod *corev1.Pod) appliedState {
 			return appliedState{}
 		}
 	}
-	return s
+	return s.recorded()
 }
 
 // virtualOnlyAnnotations live on the virtual pod only: the mapping the
@@ -130,7 +149,7 @@ func updatePatch(physical *corev1.Pod, desired appliedState) []byte {
 	last := lastApplied(physical)
 	labels := mergeKeys(physical.Labels, last.Labels, desired.Labels, enforcedLabel)
 	annotations := mergeKeys(physical.Annotations, last.Annotations, desired.Annotations, enforcedAnnotation)
-	if !last.equal(desired) {
+	if !last.equal(desired.recorded()) {
 		annotations[AnnotationLastApplied] = ptr.To(desired.encode())
 	}
 	spec := map[string]any{}

@@ -3,6 +3,7 @@ package pod
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -186,6 +187,28 @@ func TestUpdatePatch(t *testing.T) {
 			t.Errorf("labels patch = %v, want %v", labels, want)
 		}
 	})
+	t.Run("edited virtual-pod annotation is put back", func(t *testing.T) {
+		virtual := boundPod()
+		physical := physicalFor(virtual)
+		physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "someone-else"
+		patch := decodePatch(t, updatePatch(physical, desiredState(virtual, testOwner)))
+		want := map[string]any{"uid": string(physicalUID), "annotations": map[string]any{kubeoceanv1alpha1.AnnotationVirtualPodUID: string(virtualUID)}}
+		if !reflect.DeepEqual(patch["metadata"], want) || patch["spec"] != nil {
+			t.Errorf("patch = %v, want metadata %v only", patch, want)
+		}
+	})
+	t.Run("older record naming the virtual pod needs none", func(t *testing.T) {
+		// Versions before this one recorded the enforced annotations too:
+		// their pods are not patched for that alone.
+		virtual := fullVirtualPod()
+		physical := physicalFor(virtual)
+		physical.Annotations[AnnotationLastApplied] = `{"labels":{"app":"web","kubeocean.io/binding-uid":"binding-uid","kubeocean.io/cluster-id":"c1","kubeocean.io/managed-by":"kubeocean"},` +
+			`"annotations":{"kubeocean.io/virtual-pod-name":"web","kubeocean.io/virtual-pod-namespace":"team-a","kubeocean.io/virtual-pod-uid":"virtual-uid","team":"a"},` +
+			`"images":{"containers/app":"nginx:1","initContainers/init":"busybox:1"}}`
+		if patch := updatePatch(physical, desiredState(virtual, testOwner)); patch != nil {
+			t.Errorf("patch = %s, want none", patch)
+		}
+	})
 	t.Run("broken last-applied is rewritten", func(t *testing.T) {
 		virtual := boundPod()
 		physical := physicalFor(virtual)
@@ -207,6 +230,22 @@ func TestDesiredStateDropsVirtualBookkeeping(t *testing.T) {
 	} {
 		if _, ok := state.Annotations[k]; ok {
 			t.Errorf("annotation %s copied to the physical pod", k)
+		}
+	}
+}
+
+// The pods of one workload record the same last-applied state, which
+// names none of them, so that caches can hold it once.
+func TestLastAppliedIsTheWorkloads(t *testing.T) {
+	one, other := fullVirtualPod(), fullVirtualPod()
+	other.Name, other.UID = "web-2", "virtual-uid-2"
+	recorded := physicalFor(one).Annotations[AnnotationLastApplied]
+	if otherRecorded := physicalFor(other).Annotations[AnnotationLastApplied]; recorded != otherRecorded {
+		t.Errorf("last-applied of two pods of one workload differ:\n%s\n%s", recorded, otherRecorded)
+	}
+	for _, name := range []string{string(one.UID), kubeoceanv1alpha1.AnnotationVirtualPodName, kubeoceanv1alpha1.AnnotationVirtualPodUID} {
+		if strings.Contains(recorded, name) {
+			t.Errorf("last-applied %s names %q", recorded, name)
 		}
 	}
 }

@@ -136,7 +136,7 @@ func fullPhysicalPod() *corev1.Pod {
 				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
 				kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(virtualUID),
 				AnnotationLastApplied: `{"labels":{"app":"web","kubeocean.io/binding-uid":"binding-uid","kubeocean.io/cluster-id":"c1","kubeocean.io/managed-by":"kubeocean"},` +
-					`"annotations":{"kubeocean.io/virtual-pod-name":"web","kubeocean.io/virtual-pod-namespace":"team-a","kubeocean.io/virtual-pod-uid":"virtual-uid","team":"a"},` +
+					`"annotations":{"team":"a"},` +
 					`"images":{"containers/app":"nginx:1","initContainers/init":"busybox:1"}}`,
 			},
 		},
