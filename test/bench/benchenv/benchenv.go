@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,19 +109,31 @@ func Bind(ctx context.Context, virtual, physical *controlplane.Cluster, name, cl
 
 // CountReady counts the nodes matching selector whose Ready condition is True.
 func CountReady(ctx context.Context, kube kubernetes.Interface, selector string) (int, error) {
+	ready, _, err := CountNodes(ctx, kube, selector)
+	return ready, err
+}
+
+// CountNodes counts the nodes matching selector whose Ready condition is
+// True, and of those the schedulable ones: without the not-ready taint
+// the API server's admission puts on every new node, which the scheduler
+// heeds until it is gone.
+func CountNodes(ctx context.Context, kube kubernetes.Interface, selector string) (ready, schedulable int, err error) {
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	ready := 0
 	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				ready++
-			}
+		if !slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		}) {
+			continue
+		}
+		ready++
+		if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
+			schedulable++
 		}
 	}
-	return ready, nil
+	return ready, schedulable, nil
 }
 
 // Syncer is the kubeocean-syncer binary running in its own process.

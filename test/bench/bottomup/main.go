@@ -90,7 +90,7 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	if r.nodesReady, err = b.lendNodes(ctx); err != nil {
+	if r.nodesReady, r.nodesSchedulable, err = b.lendNodes(ctx); err != nil {
 		return fmt.Errorf("lending nodes: %w", err)
 	}
 	lent, err := benchenv.ScrapeRequests(b.metricsAddr)

@@ -21,22 +21,22 @@ func physicalNodeName(i int) string { return fmt.Sprintf("bench-node-%04d", i) }
 
 // lendNodes creates the physical nodes, waits until kwok has them Ready,
 // then creates the policy that lends them and times the syncer until every
-// virtual node is Ready.
-func (b *bench) lendNodes(ctx context.Context) (time.Duration, error) {
+// virtual node is Ready, and until every one is also schedulable.
+func (b *bench) lendNodes(ctx context.Context) (ready, schedulable time.Duration, err error) {
 	n := b.cfg.nodes
 	benchenv.Logf("creating %d kwok nodes in the physical cluster", n)
-	err := benchenv.ForEach(n, func(i int) error {
+	err = benchenv.ForEach(n, func(i int) error {
 		_, err := b.physKube.CoreV1().Nodes().Create(ctx, testenv.KwokNode(physicalNodeName(i), nodeCPU, "32Gi", map[string]string{"suite": "bench"}), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if _, err := benchenv.WaitUntil(ctx, time.Now(), 10*time.Minute, "kwok makes the physical nodes Ready", func(ctx context.Context) (bool, string, error) {
 		ready, err := benchenv.CountReady(ctx, b.physKube, "suite=bench")
 		return ready == n, fmt.Sprintf("%d/%d Ready", ready, n), err
 	}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 
 	benchenv.Logf("lending them: creating the ResourceLeasingPolicy")
@@ -49,12 +49,16 @@ func (b *bench) lendNodes(ctx context.Context) (time.Duration, error) {
 	}
 	start := time.Now()
 	if _, err := b.physOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return benchenv.WaitUntil(ctx, start, 15*time.Minute, "virtual nodes Ready", func(ctx context.Context) (bool, string, error) {
-		ready, err := benchenv.CountReady(ctx, b.virtualKube, kubeoceanv1alpha1.LabelClusterID+"="+clusterID)
-		return ready == n, fmt.Sprintf("%d/%d virtual nodes Ready", ready, n), err
+	schedulable, err = benchenv.WaitUntil(ctx, start, 15*time.Minute, "virtual nodes Ready and schedulable", func(ctx context.Context) (bool, string, error) {
+		readyNodes, schedulableNodes, err := benchenv.CountNodes(ctx, b.virtualKube, kubeoceanv1alpha1.LabelClusterID+"="+clusterID)
+		if readyNodes == n && ready == 0 {
+			ready = time.Since(start)
+		}
+		return schedulableNodes == n, fmt.Sprintf("%d/%d virtual nodes Ready, %d schedulable", readyNodes, n, schedulableNodes), err
 	})
+	return ready, schedulable, err
 }
 
 // changePolicy halves what the policy lends and times the syncer until

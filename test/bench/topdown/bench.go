@@ -90,10 +90,13 @@ func (b *bench) lendNodes(ctx context.Context) error {
 		return err
 	}
 	b.procs = benchenv.ClusterProcesses(b.syncer, b.virtual, b.physical)
-	_, err = benchenv.WaitUntil(ctx, time.Now(), 2*time.Minute, "virtual nodes Ready", func(ctx context.Context) (bool, string, error) {
-		ready, err := benchenv.CountReady(ctx, b.virtualKube, kubeoceanv1alpha1.LabelClusterID+"="+clusterID)
-		return ready == b.cfg.nodes, fmt.Sprintf("%d/%d", ready, b.cfg.nodes), err
+	// Measured from schedulable nodes: the virtual node lifecycle
+	// controller's work on new nodes is over by then, or nearly.
+	took, err := benchenv.WaitUntil(ctx, time.Now(), 10*time.Minute, "virtual nodes Ready and schedulable", func(ctx context.Context) (bool, string, error) {
+		ready, schedulable, err := benchenv.CountNodes(ctx, b.virtualKube, kubeoceanv1alpha1.LabelClusterID+"="+clusterID)
+		return schedulable == b.cfg.nodes, fmt.Sprintf("%d/%d Ready, %d schedulable", ready, b.cfg.nodes, schedulable), err
 	})
+	benchenv.Logf("%d virtual nodes Ready and schedulable %v after the syncer started", b.cfg.nodes, took.Round(100*time.Millisecond))
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,6 +146,7 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 	}
 
 	updated := applyMetadata(current, desired)
+	dropNotReadyTaint(updated)
 	if !equality.Semantic.DeepEqual(updated.ObjectMeta, current.ObjectMeta) || !equality.Semantic.DeepEqual(updated.Spec, current.Spec) {
 		if updated, err = c.nodesClient.Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 			return controller.Result{}, c.writeFailed(name, err)
@@ -175,6 +177,31 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 	c.writes.wroteStatus(name, c.clock.Now())
 	logger.V(2).Info("Updated virtual node status", "node", klog.KObj(written))
 	return controller.RequeueAfter(requeue), nil
+}
+
+// dropNotReadyTaint removes the not-ready NoSchedule taint from a node
+// whose Ready condition is True. The API server's NodeTaint admission puts
+// that taint on every new node, and the virtual cluster's node lifecycle
+// controller adds it while Ready is False and removes it once Ready is True
+// again, but at its client's pace (by default 20 requests/s, two per
+// node): with a thousand nodes lent at once, minutes in which the scheduler
+// places nothing on them. This is that controller's own rule, applied with
+// the syncer's next write of the node; a node not Ready keeps the taint.
+func dropNotReadyTaint(node *corev1.Node) {
+	if !conditionTrue(node.Status.Conditions, corev1.NodeReady) {
+		return
+	}
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == corev1.TaintNodeNotReady && t.Effect == corev1.TaintEffectNoSchedule
+	})
+	if len(node.Spec.Taints) == 0 {
+		node.Spec.Taints = nil
+	}
+}
+
+func conditionTrue(conditions []corev1.NodeCondition, typ corev1.NodeConditionType) bool {
+	i := slices.IndexFunc(conditions, func(c corev1.NodeCondition) bool { return c.Type == typ })
+	return i >= 0 && conditions[i].Status == corev1.ConditionTrue
 }
 
 // patchStatus writes the difference between node's status and status as a

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
@@ -473,4 +475,64 @@ func TestAdvertisesKubeletEndpoint(t *testing.T) {
 	if len(recorded) != 2 || recorded[0] != nil || recorded[1] == nil {
 		t.Errorf("the endpoint was asked with %v, want nil then the created node", recorded)
 	}
+}
+
+// admitNodes puts on every node created through the fake client the taint
+// the API server's NodeTaint admission puts on new nodes.
+func admitNodes(f *fixture) {
+	f.virtual.PrependReactor("create", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		node := action.(k8stesting.CreateAction).GetObject().(*corev1.Node)
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+		return false, nil, nil
+	})
+}
+
+// A node created Ready is schedulable at once: the syncer removes the
+// not-ready taint admission put on it, with the write the node's first
+// event brings, instead of leaving it to the node lifecycle controller's
+// pace. A node not Ready keeps it until it is Ready.
+func TestReadyNodeLosesTheNotReadyTaint(t *testing.T) {
+	t.Run("created ready", func(t *testing.T) {
+		f := newFixture(t)
+		admitNodes(f)
+		f.add(f.bindings, binding())
+		f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+		f.add(f.physicalNodes, physicalNode("node-a", nil))
+		f.sync("node-a")
+		wantWrites(t, f, "create nodes")
+		f.sync("node-a") // the node's event
+		wantWrites(t, f, "update nodes")
+		n := f.virtualNode(vnode)
+		if findTaint(n.Spec.Taints, corev1.TaintNodeNotReady) != nil {
+			t.Errorf("taints = %v, want no %s", n.Spec.Taints, corev1.TaintNodeNotReady)
+		}
+		if findTaint(n.Spec.Taints, "dedicated") == nil || findTaint(n.Spec.Taints, kubeoceanv1alpha1.TaintVirtualNode) == nil {
+			t.Errorf("taints = %v, want the physical one and the default one kept", n.Spec.Taints)
+		}
+		f.sync("node-a")
+		wantWrites(t, f)
+	})
+	t.Run("not ready, then ready", func(t *testing.T) {
+		f := newFixture(t)
+		admitNodes(f)
+		f.add(f.bindings, binding())
+		f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+		physical := physicalNode("node-a", nil)
+		physical.Status.Conditions[0].Status = corev1.ConditionFalse
+		f.add(f.physicalNodes, physical)
+		f.sync("node-a")
+		f.sync("node-a")
+		wantWrites(t, f)
+		if n := f.virtualNode(vnode); findTaint(n.Spec.Taints, corev1.TaintNodeNotReady) == nil {
+			t.Fatalf("taints = %v, want %s kept on a node not Ready", n.Spec.Taints, corev1.TaintNodeNotReady)
+		}
+		f.add(f.physicalNodes, physicalNode("node-a", nil))
+		f.sync("node-a")
+		wantWrites(t, f, "patch nodes/status")
+		f.sync("node-a")
+		wantWrites(t, f, "update nodes")
+		if n := f.virtualNode(vnode); findTaint(n.Spec.Taints, corev1.TaintNodeNotReady) != nil {
+			t.Errorf("taints = %v, want no %s once the node is Ready", n.Spec.Taints, corev1.TaintNodeNotReady)
+		}
+	})
 }
