@@ -95,7 +95,36 @@ func (b *bench) lendNodes(ctx context.Context) error {
 		ready, schedulable, err := benchenv.CountNodes(ctx, b.virtualKube, kubeoceanv1alpha1.LabelClusterID+"="+clusterID)
 		return schedulable == b.cfg.nodes, fmt.Sprintf("%d/%d Ready, %d schedulable", ready, b.cfg.nodes, schedulable), err
 	})
+	if err != nil {
+		return err
+	}
 	benchenv.Logf("%d virtual nodes Ready and schedulable %v after the syncer started", b.cfg.nodes, took.Round(100*time.Millisecond))
+	return b.nodeWritesSettled(ctx)
+}
+
+// nodeWritesSettled waits until no client has written a node (not its
+// status) for settleFor: the virtual controller-manager labels and
+// annotates every new node at its own pace (kwok's nodes lack the beta
+// labels kubelets set), and those writes are not the syncer's to measure.
+func (b *bench) nodeWritesSettled(ctx context.Context) error {
+	const settleFor = 5 * time.Second
+	isNodeWrite := func(r benchenv.APIRequest) bool {
+		return r.Resource == "nodes" && (r.Verb == "PATCH" || r.Verb == "PUT")
+	}
+	last, since := -1.0, time.Now()
+	took, err := benchenv.WaitUntil(ctx, time.Now(), 10*time.Minute, "node writes settled", func(ctx context.Context) (bool, string, error) {
+		requests, err := benchenv.ScrapeAPIServer(ctx, b.virtual)
+		if err != nil {
+			return false, "", err
+		}
+		if writes := requests.Total(isNodeWrite); writes != last {
+			last, since = writes, time.Now()
+		}
+		return time.Since(since) >= settleFor, fmt.Sprintf("%.0f node writes so far", last), nil
+	})
+	if err == nil {
+		benchenv.Logf("no node written for %v, %v later (%.0f node writes at the virtual apiserver)", settleFor, took.Round(100*time.Millisecond), last)
+	}
 	return err
 }
 
