@@ -84,18 +84,20 @@ func LiveHeap(metricsAddr string) (Heap, error) {
 	if err != nil {
 		return Heap{}, err
 	}
-	gauge := func(name string) (float64, error) {
-		for _, m := range families[name].GetMetric() {
-			return m.GetGauge().GetValue(), nil
-		}
-		return 0, fmt.Errorf("%s shows no %s", metricsAddr, name)
+	h := Heap{Objects: firstGauge(families, "go_memstats_heap_alloc_bytes"), Spans: firstGauge(families, "go_memstats_heap_inuse_bytes")}
+	if h.Spans == 0 {
+		return h, fmt.Errorf("%s shows no go_memstats_heap_inuse_bytes", metricsAddr)
 	}
-	var h Heap
-	if h.Objects, err = gauge("go_memstats_heap_alloc_bytes"); err != nil {
-		return h, err
+	return h, nil
+}
+
+// firstGauge is the value of the first series of the gauge family name, 0
+// without one.
+func firstGauge(families map[string]*dto.MetricFamily, name string) float64 {
+	for _, m := range families[name].GetMetric() {
+		return m.GetGauge().GetValue()
 	}
-	h.Spans, err = gauge("go_memstats_heap_inuse_bytes")
-	return h, err
+	return 0
 }
 
 // scrapeFamilies reads the metrics a Kubeocean binary serves on plain
@@ -174,12 +176,7 @@ func ScrapeMemory(metricsAddr string) (Memory, error) {
 	if err != nil {
 		return Memory{}, err
 	}
-	gauge := func(name string) float64 {
-		for _, m := range families[name].GetMetric() {
-			return m.GetGauge().GetValue() / (1 << 20)
-		}
-		return 0
-	}
+	gauge := func(name string) float64 { return firstGauge(families, name) / (1 << 20) }
 	m := Memory{
 		HeapInUse: gauge("go_memstats_heap_inuse_bytes"),
 		HeapFree:  gauge("go_memstats_heap_idle_bytes") - gauge("go_memstats_heap_released_bytes"),

@@ -89,8 +89,8 @@ func (b *bench) lendNodes(ctx context.Context) error {
 		return err
 	}
 	b.procs = benchenv.ClusterProcesses(b.syncer, b.virtual, b.physical)
-	// Measured from schedulable nodes: the virtual node lifecycle
-	// controller's work on new nodes is over by then, or nearly.
+	// Measured from schedulable nodes, once the virtual controller-manager
+	// is done with them too (nodeWritesSettled).
 	took, err := benchenv.WaitUntil(ctx, time.Now(), 10*time.Minute, "virtual nodes Ready and schedulable", func(ctx context.Context) (bool, string, error) {
 		ready, schedulable, err := benchenv.CountNodes(ctx, b.virtualKube, kubeoceanv1alpha1.LabelClusterID+"="+clusterID)
 		return schedulable == b.cfg.nodes, fmt.Sprintf("%d/%d Ready, %d schedulable", ready, b.cfg.nodes, schedulable), err
