@@ -81,6 +81,9 @@ var seed = maphash.MakeSeed()
 // Values.
 func Hash(s string) uint64 { return maphash.String(seed, s) }
 
+// HashBytes is Hash for bytes.
+func HashBytes(b []byte) uint64 { return maphash.Bytes(seed, b) }
+
 // hashMap does not depend on the order of m's entries.
 func hashMap(m map[string]string) uint64 {
 	sum := uint64(len(m))

@@ -3,6 +3,7 @@ package syncer
 import (
 	"reflect"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,9 +18,10 @@ import (
 // pods of one workload say mostly the same thing: namespace, label keys and
 // values, annotation keys, images, container and volume names, mount
 // paths, condition types and reasons, node names; most of them carry the
-// same labels. compactPod shares those strings and label maps (package
-// intern), sizes the slices that decoding grows by doubling to fit, and
-// keeps every field, so nothing changes for readers; the controllers write
+// same labels, probes, environment and volume sources. compactPod shares
+// those strings, maps and parts (package intern), sizes the slices that
+// decoding grows by doubling to fit, and keeps every field, so nothing
+// changes for readers; the controllers write
 // pods back from what they read (after a DeepCopy, as cached objects are
 // shared and read-only).
 
@@ -100,6 +102,11 @@ func compactPod(pod *corev1.Pod) {
 		policy := shared(*spec.PreemptionPolicy)
 		spec.PreemptionPolicy = &policy
 	}
+	spec.NodeSelector = intern.SharedMap(spec.NodeSelector)
+	spec.SecurityContext = shareValue(podSecurityContexts, spec.SecurityContext)
+	spec.Affinity = shareValue(affinities, spec.Affinity)
+	spec.DNSConfig = shareValue(dnsConfigs, spec.DNSConfig)
+	spec.TopologySpreadConstraints = shareList(spreadConstraints, spec.TopologySpreadConstraints)
 	for i := range spec.InitContainers {
 		compactContainer(&spec.InitContainers[i])
 	}
@@ -127,7 +134,7 @@ func compactPod(pod *corev1.Pod) {
 	}
 
 	status := &pod.Status
-	status.Conditions = fit(status.Conditions)
+	status.Conditions = shareList(conditionLists, status.Conditions)
 	status.InitContainerStatuses, status.ContainerStatuses = fit(status.InitContainerStatuses), fit(status.ContainerStatuses)
 	status.Phase = shared(status.Phase)
 	status.QOSClass = shared(status.QOSClass)
@@ -135,10 +142,6 @@ func compactPod(pod *corev1.Pod) {
 	status.HostIP = shared(status.HostIP)
 	for i := range status.HostIPs {
 		status.HostIPs[i].IP = shared(status.HostIPs[i].IP)
-	}
-	for i := range status.Conditions {
-		c := &status.Conditions[i]
-		c.Type, c.Status, c.Reason, c.Message = shared(c.Type), shared(c.Status), shared(c.Reason), shared(c.Message)
 	}
 	for _, statuses := range [][]corev1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses, status.EphemeralContainerStatuses} {
 		for i := range statuses {
@@ -148,77 +151,156 @@ func compactPod(pod *corev1.Pod) {
 }
 
 func compactContainer(c *corev1.Container) {
-	c.Env, c.VolumeMounts = fit(c.Env), fit(c.VolumeMounts)
+	c.VolumeMounts = fit(c.VolumeMounts)
 	shareRequirements(&c.Resources)
 	c.Name = shared(c.Name)
 	c.Image = shared(c.Image)
 	c.ImagePullPolicy = shared(c.ImagePullPolicy)
 	c.TerminationMessagePath = shared(c.TerminationMessagePath)
 	c.TerminationMessagePolicy = shared(c.TerminationMessagePolicy)
-	for i := range c.Env {
-		e := &c.Env[i]
-		e.Name, e.Value = shared(e.Name), shared(e.Value)
-		if from := e.ValueFrom; from != nil {
-			if ref := from.FieldRef; ref != nil {
-				ref.APIVersion, ref.FieldPath = shared(ref.APIVersion), shared(ref.FieldPath)
-			}
-			if ref := from.ConfigMapKeyRef; ref != nil {
-				ref.Name, ref.Key = shared(ref.Name), shared(ref.Key)
-			}
-			if ref := from.SecretKeyRef; ref != nil {
-				ref.Name, ref.Key = shared(ref.Name), shared(ref.Key)
-			}
-		}
-	}
-	for i := range c.EnvFrom {
-		from := &c.EnvFrom[i]
-		from.Prefix = shared(from.Prefix)
-		if from.ConfigMapRef != nil {
-			from.ConfigMapRef.Name = shared(from.ConfigMapRef.Name)
-		}
-		if from.SecretRef != nil {
-			from.SecretRef.Name = shared(from.SecretRef.Name)
-		}
-	}
+	c.Env = shareList(envLists, c.Env)
+	c.EnvFrom = shareList(envFromLists, c.EnvFrom)
+	c.Ports = shareList(portLists, c.Ports)
+	c.LivenessProbe = shareValue(probes, c.LivenessProbe)
+	c.ReadinessProbe = shareValue(probes, c.ReadinessProbe)
+	c.StartupProbe = shareValue(probes, c.StartupProbe)
+	c.Lifecycle = shareValue(lifecycles, c.Lifecycle)
+	c.SecurityContext = shareValue(securityContexts, c.SecurityContext)
 	for i := range c.VolumeMounts {
 		m := &c.VolumeMounts[i]
 		m.Name, m.MountPath, m.SubPath = shared(m.Name), shared(m.MountPath), shared(m.SubPath)
-	}
-	for i := range c.Ports {
-		p := &c.Ports[i]
-		p.Name, p.Protocol, p.HostIP = shared(p.Name), shared(p.Protocol), shared(p.HostIP)
 	}
 }
 
 func compactVolume(v *corev1.Volume) {
 	v.Name = shared(v.Name)
-	switch {
-	case v.ConfigMap != nil:
-		v.ConfigMap.Name = shared(v.ConfigMap.Name)
-	case v.Secret != nil:
-		v.Secret.SecretName = shared(v.Secret.SecretName)
-	case v.PersistentVolumeClaim != nil:
-		v.PersistentVolumeClaim.ClaimName = shared(v.PersistentVolumeClaim.ClaimName)
-	case v.Projected != nil:
-		v.Projected = projections.Of(v.Projected)
-	}
+	source := &v.VolumeSource
+	source.ConfigMap = shareValue(configMapVolumes, source.ConfigMap)
+	source.Secret = shareValue(secretVolumes, source.Secret)
+	source.PersistentVolumeClaim = shareValue(claimVolumes, source.PersistentVolumeClaim)
+	source.EmptyDir = shareValue(emptyDirVolumes, source.EmptyDir)
+	source.DownwardAPI = shareValue(downwardAPIVolumes, source.DownwardAPI)
+	source.HostPath = shareValue(hostPathVolumes, source.HostPath)
+	source.Projected = shareValue(projections, source.Projected)
 }
 
 // projections shares projected volumes: the service-account token volume
 // that admission gives nearly every pod says the same thing in each (the
 // volume's name, which differs, is outside).
-var projections = intern.NewValues(hashEncoded, equalProjections, compactProjection)
+var projections = byValue(compactProjection)
 
-// hashEncoded hashes what the API writes of p.
-func hashEncoded(p *corev1.ProjectedVolumeSource) uint64 {
-	data, err := p.Marshal()
+// The other parts of a pod that the pods of one workload have in common,
+// shared whole: what the apiserver's defaults give every pod (an empty
+// security context, a volume source's default mode), and what a workload's
+// template repeats (probes, environment, affinity, volume sources). Each
+// canonical copy is held once, so only their lists are sized to fit.
+var (
+	podSecurityContexts = byValue(same[*corev1.PodSecurityContext])
+	affinities          = byValue(same[*corev1.Affinity])
+	dnsConfigs          = byValue(same[*corev1.PodDNSConfig])
+	securityContexts    = byValue(same[*corev1.SecurityContext])
+	probes              = byValue(same[*corev1.Probe])
+	lifecycles          = byValue(same[*corev1.Lifecycle])
+	configMapVolumes    = byValue(same[*corev1.ConfigMapVolumeSource])
+	secretVolumes       = byValue(same[*corev1.SecretVolumeSource])
+	claimVolumes        = byValue(same[*corev1.PersistentVolumeClaimVolumeSource])
+	emptyDirVolumes     = byValue(same[*corev1.EmptyDirVolumeSource])
+	downwardAPIVolumes  = byValue(same[*corev1.DownwardAPIVolumeSource])
+	hostPathVolumes     = byValue(same[*corev1.HostPathVolumeSource])
+
+	envLists          = byListValue(fit[corev1.EnvVar])
+	envFromLists      = byListValue(fit[corev1.EnvFromSource])
+	portLists         = byListValue(fit[corev1.ContainerPort])
+	spreadConstraints = byListValue(fit[corev1.TopologySpreadConstraint])
+)
+
+// conditionLists shares the conditions of pods that say the same, to the
+// second (the API keeps no finer times): pods of a rollout or a scale-up
+// that changed in the same second, and a physical pod and its virtual pod
+// while they list them in the same order. A pod that changed alone keeps
+// its own.
+var conditionLists = byListValue(compactConditionList)
+
+func compactConditionList(list []corev1.PodCondition) []corev1.PodCondition {
+	list = fit(list)
+	for i := range list {
+		c := &list[i]
+		c.Type, c.Status, c.Reason, c.Message = shared(c.Type), shared(c.Status), shared(c.Reason), shared(c.Message)
+	}
+	return list
+}
+
+// encoded is a part of an object that the API writes in protobuf.
+type encoded interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// byValue shares equal values of T: equal as Go values (so a quantity
+// written otherwise is another value), found by what the API writes of
+// them.
+func byValue[T encoded](canonical func(T) T) *intern.Values[T] {
+	return intern.NewValues(hashEncoded[T], equalValues[T], canonical)
+}
+
+// byListValue shares equal lists of T; canonical keeps a list in an array
+// of its length.
+func byListValue[T any, P interface {
+	*T
+	encoded
+}](canonical func([]T) []T) *intern.Values[[]T] {
+	hash := func(list []T) uint64 {
+		h := uint64(len(list))
+		for i := range list {
+			h = h*prime64 ^ hashEncoded(P(&list[i]))
+		}
+		return h
+	}
+	return intern.NewValues(hash, equalValues[[]T], canonical)
+}
+
+// shareValue is the shared value equal to v; nil stays nil.
+func shareValue[T any, P interface {
+	*T
+	encoded
+}](values *intern.Values[P], v P) P {
+	if v == nil {
+		return nil
+	}
+	return values.Of(v)
+}
+
+// shareList is the shared list equal to list; an empty list stays as it
+// is.
+func shareList[T any](values *intern.Values[[]T], list []T) []T {
+	if len(list) == 0 {
+		return list
+	}
+	return values.Of(list)
+}
+
+func same[T any](v T) T { return v }
+
+func equalValues[T any](a, b T) bool { return reflect.DeepEqual(a, b) }
+
+// hashEncoded hashes what the API writes of v, encoded into a buffer that
+// the next hash reuses: the transform runs for every version of every pod.
+func hashEncoded[T encoded](v T) uint64 {
+	size := v.Size()
+	buffer := encodeBuffers.Get().(*[]byte)
+	defer encodeBuffers.Put(buffer)
+	if cap(*buffer) < size {
+		*buffer = make([]byte, size)
+	}
+	data := (*buffer)[:size]
+	n, err := v.MarshalToSizedBuffer(data)
 	if err != nil {
 		return 0 // cannot happen for a decoded object; all such share one bucket
 	}
-	return intern.Hash(string(data))
+	return intern.HashBytes(data[size-n:]) // written from the end
 }
 
-func equalProjections(a, b *corev1.ProjectedVolumeSource) bool { return reflect.DeepEqual(a, b) }
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 func compactProjection(projected *corev1.ProjectedVolumeSource) *corev1.ProjectedVolumeSource {
 	projected.Sources = fit(projected.Sources)
@@ -273,7 +355,7 @@ func compactContainerStatus(s *corev1.ContainerStatus) {
 
 // tolerations shares the tolerations of pods: those admission adds to
 // every pod (not-ready and unreachable for 300 s) and those of a workload.
-var tolerations = intern.NewValues(hashTolerations, equalTolerations, compactTolerations)
+var tolerations = intern.NewValues(hashTolerations, equalValues[[]corev1.Toleration], compactTolerations)
 
 func hashTolerations(list []corev1.Toleration) uint64 {
 	h := uint64(len(list))
@@ -285,8 +367,6 @@ func hashTolerations(list []corev1.Toleration) uint64 {
 	}
 	return h
 }
-
-func equalTolerations(a, b []corev1.Toleration) bool { return reflect.DeepEqual(a, b) }
 
 func compactTolerations(list []corev1.Toleration) []corev1.Toleration {
 	list = fit(list)

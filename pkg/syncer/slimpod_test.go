@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
@@ -21,7 +23,7 @@ import (
 // it runs: a service-account token, a ConfigMap and a Secret, a few
 // environment variables, probes' worth of fields, a running status.
 func realisticPod(name string) *corev1.Pod {
-	now := metav1.Now()
+	now := metav1.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	condition := func(t corev1.PodConditionType) corev1.PodCondition {
 		return corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now}
 	}
@@ -41,7 +43,7 @@ func realisticPod(name string) *corev1.Pod {
 			NodeName: "vnode-c1-worker-0007", ServiceAccountName: "default", DeprecatedServiceAccount: "default",
 			SchedulerName: "default-scheduler", RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
 			PreemptionPolicy: ptr.To(corev1.PreemptLowerPriority), Priority: ptr.To[int32](0), EnableServiceLinks: ptr.To(true),
-			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			TerminationGracePeriodSeconds: ptr.To[int64](30), SecurityContext: &corev1.PodSecurityContext{},
 			Tolerations: []corev1.Toleration{
 				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
 				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
@@ -56,19 +58,24 @@ func realisticPod(name string) *corev1.Pod {
 					{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}},
 					{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-secret"}}},
 				},
-				Resources:    corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
-				VolumeMounts: []corev1.VolumeMount{{Name: "kube-api-access-x7k2p", ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}},
+					PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3},
+				VolumeMounts: []corev1.VolumeMount{{Name: "kube-api-access-x7k2p", ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"},
+					{Name: "settings", ReadOnly: true, MountPath: "/etc/web"}},
 			}},
-			Volumes: []corev1.Volume{{Name: "kube-api-access-x7k2p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-				DefaultMode: ptr.To[int32](0o644),
-				Sources: []corev1.VolumeProjection{
-					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
-					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
-						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
-						FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
-				},
-			}}}},
+			Volumes: []corev1.Volume{{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "web-settings"}, DefaultMode: ptr.To[int32](0o644)}}},
+				{Name: "kube-api-access-x7k2p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+					DefaultMode: ptr.To[int32](0o644),
+					Sources: []corev1.VolumeProjection{
+						{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
+						{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+							Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+						{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+							FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+					},
+				}}}},
 		},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBurstable, HostIP: "10.0.1.17", HostIPs: []corev1.HostIP{{IP: "10.0.1.17"}},
@@ -118,7 +125,7 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 		"condition type":   {string(got.Status.Conditions[0].Type), string(b.Status.Conditions[0].Type)},
 		"toleration key":   {got.Spec.Tolerations[0].Key, b.Spec.Tolerations[0].Key},
 		"owner's name":     {got.OwnerReferences[0].Name, b.OwnerReferences[0].Name},
-		"projected source": {got.Spec.Volumes[0].Projected.Sources[1].ConfigMap.Name, b.Spec.Volumes[0].Projected.Sources[1].ConfigMap.Name},
+		"projected source": {got.Spec.Volumes[1].Projected.Sources[1].ConfigMap.Name, b.Spec.Volumes[1].Projected.Sources[1].ConfigMap.Name},
 	} {
 		if !sameMemory(pair[0], pair[1]) {
 			t.Errorf("the %s two pods have in common is not shared", what)
@@ -128,18 +135,51 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 	if !sameMap(got.Labels, b.Labels) || !sameMap(got.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests) {
 		t.Error("the labels or requests two pods have in common are not one map")
 	}
-	if got.Spec.Volumes[0].Projected != b.Spec.Volumes[0].Projected || unsafe.SliceData(got.Spec.Tolerations) != unsafe.SliceData(b.Spec.Tolerations) {
+	if got.Spec.Volumes[1].Projected != b.Spec.Volumes[1].Projected || unsafe.SliceData(got.Spec.Tolerations) != unsafe.SliceData(b.Spec.Tolerations) {
 		t.Error("the token volume's projection or the tolerations two pods have in common are not shared")
 	}
+	gotC, bC := got.Spec.Containers[0], b.Spec.Containers[0]
+	for what, same := range map[string]bool{
+		"pod security context": got.Spec.SecurityContext == b.Spec.SecurityContext,
+		"readiness probe":      gotC.ReadinessProbe == bC.ReadinessProbe,
+		"environment":          unsafe.SliceData(gotC.Env) == unsafe.SliceData(bC.Env),
+		"environment sources":  unsafe.SliceData(gotC.EnvFrom) == unsafe.SliceData(bC.EnvFrom),
+		"ports":                unsafe.SliceData(gotC.Ports) == unsafe.SliceData(bC.Ports),
+		"ConfigMap volume":     got.Spec.Volumes[0].ConfigMap == b.Spec.Volumes[0].ConfigMap,
+		"conditions":           unsafe.SliceData(got.Status.Conditions) == unsafe.SliceData(b.Status.Conditions),
+	} {
+		if !same {
+			t.Errorf("the %s two pods have in common is not shared", what)
+		}
+	}
+	// What differs stays each pod's own, and reads as decoded.
+	probed := decodedPod(t, "web-7d9c6b5f4-probe")
+	probed.Spec.Containers[0].ReadinessProbe.PeriodSeconds = 5
+	probed.Spec.Containers[0].Env[0].Value = "debug"
+	probed.Spec.Volumes[0].ConfigMap.DefaultMode = ptr.To[int32](0o600)
+	probed.Status.Conditions[2].LastTransitionTime.Time = probed.Status.Conditions[2].LastTransitionTime.Add(time.Second)
+	wantProbed := probed.DeepCopy()
+	compactPods(probed)
+	probedC := probed.Spec.Containers[0]
+	if !equality.Semantic.DeepEqual(probed, wantProbed) || probedC.ReadinessProbe == gotC.ReadinessProbe ||
+		unsafe.SliceData(probedC.Env) == unsafe.SliceData(gotC.Env) || probed.Spec.Volumes[0].ConfigMap == got.Spec.Volumes[0].ConfigMap ||
+		unsafe.SliceData(probed.Status.Conditions) == unsafe.SliceData(got.Status.Conditions) {
+		t.Errorf("a pod with another probe, environment, volume mode and readiness time got those of the first: %+v, %+v, %+v, %+v",
+			probedC.ReadinessProbe, probedC.Env, probed.Spec.Volumes[0].ConfigMap, probed.Status.Conditions)
+	}
+	if unsafe.SliceData(probedC.EnvFrom) != unsafe.SliceData(gotC.EnvFrom) {
+		t.Error("the environment sources the third pod has in common with the first are not shared")
+	}
+
 	longer := decodedPod(t, "web-7d9c6b5f4-uvwxy")
 	longer.Spec.Tolerations[1].TolerationSeconds = ptr.To[int64](600)
-	longer.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds = ptr.To[int64](7200)
+	longer.Spec.Volumes[1].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds = ptr.To[int64](7200)
 	want := longer.DeepCopy()
 	compactPods(longer)
 	if !equality.Semantic.DeepEqual(longer, want) || unsafe.SliceData(longer.Spec.Tolerations) == unsafe.SliceData(got.Spec.Tolerations) ||
-		longer.Spec.Volumes[0].Projected == got.Spec.Volumes[0].Projected {
+		longer.Spec.Volumes[1].Projected == got.Spec.Volumes[1].Projected {
 		t.Errorf("a pod with other tolerations and token lifetime got those of the first: %+v, %+v",
-			longer.Spec.Tolerations, longer.Spec.Volumes[0].Projected.Sources[0])
+			longer.Spec.Tolerations, longer.Spec.Volumes[1].Projected.Sources[0])
 	}
 	if conditions := got.Status.Conditions; cap(conditions) != len(conditions) {
 		t.Errorf("conditions kept in an array of %d for %d", cap(conditions), len(conditions))

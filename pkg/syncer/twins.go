@@ -14,8 +14,10 @@ import (
 // (bottomup/podstatus) takes over from that pod as they are: container
 // statuses, pod and host IPs, start time. Every synced pod is cached
 // twice, and once its status is copied these parts say the same thing in
-// both caches. Conditions are not shared: the copy merges them with the
-// virtual pod's own, so they seldom match in order and content.
+// both caches. Conditions are not looked up here: the copy merges them
+// with the virtual pod's own, so they seldom match in order and content;
+// when they do, the pod cache's transform shares them by value with any
+// pod's (conditionLists).
 //
 // A part is shared only when it equals the physical pod's, and only with
 // the physical pod of the virtual pod's mapping annotations that was made
