@@ -10,7 +10,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/informers"
-	"github.com/kubeocean/kubeocean/pkg/intern"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/resources"
@@ -78,29 +77,27 @@ func boundScope(owner ownership.Owner, mountNamespace string) informers.Scope {
 	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector(), Slim: compactPhysical, SlimName: "physical"}
 }
 
-// boundSecretsScope is boundScope for Secrets: the values of the pods'
-// token Secrets (a token, the virtual CA, identity fields: a few KiB per
-// pod) stay out of the cache, which tells only which keys they have. The
-// pod controller reads nothing else of them, and renews a Secret by
-// writing every value anew. Labels, annotations and the keys, which repeat
-// across the Secrets, are shared.
+// boundSecretsScope is boundScope for Secrets other than the pods' token
+// Secrets: the copies of the virtual Secrets the pods use.
 func boundSecretsScope(owner ownership.Owner, mountNamespace string) informers.Scope {
 	scope := boundScope(owner, mountNamespace)
-	scope.Slim, scope.SlimName = dropTokenValues, "token-values"
+	scope.LabelSelector += "," + pod.LabelPodToken + "!=true"
 	return scope
 }
 
-func dropTokenValues(obj any) (any, error) {
-	secret, ok := obj.(*corev1.Secret)
-	if !ok {
-		return obj, nil
+// tokenSecretsScope selects the binding's token Secrets, one per synced
+// pod, and keeps each as the pod controller's compact record of it
+// (pod.CompactTokenSecret): whose it is, when it is due, which keys it
+// has. Their values (a token, the virtual CA, identity fields: a few KiB
+// per pod) stay out of the cache; the pod controller renews a Secret by
+// writing every value anew.
+func tokenSecretsScope(owner ownership.Owner, mountNamespace string) informers.Scope {
+	return informers.Scope{
+		Namespace:     mountNamespace,
+		LabelSelector: owner.Selector() + "," + pod.LabelPodToken + "=true",
+		Slim:          pod.CompactTokenSecret,
+		SlimName:      "token-record",
 	}
-	secret.Labels, secret.Annotations = intern.SharedMap(secret.Labels), compactAnnotations(secret.Annotations)
-	if secret.Labels[pod.LabelPodToken] != "true" {
-		return secret, nil
-	}
-	secret.Data = intern.SharedKeys(secret.Data)
-	return secret, nil
 }
 
 // foreignPodScope: pods Kubeocean does not run that hold resources on a node,

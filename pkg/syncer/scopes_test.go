@@ -5,11 +5,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 )
 
@@ -135,48 +139,51 @@ func TestNeedsRestart(t *testing.T) {
 	}
 }
 
-// The cache keeps a token Secret's keys, which tell whether it serves its
-// pod, and none of its values; other Secrets (copies) are kept whole.
-func TestDropTokenValues(t *testing.T) {
-	token := &corev1.Secret{Data: map[string][]byte{"token": []byte("t"), "ca.crt": []byte("ca")}}
-	token.Labels = map[string]string{pod.LabelPodToken: "true"}
-	copied := &corev1.Secret{Data: map[string][]byte{"password": []byte("p")}}
-	for _, s := range []*corev1.Secret{token, copied} {
-		if _, err := dropTokenValues(s); err != nil {
-			t.Fatal(err)
+// The binding's token Secrets are cached as the pod controller's records,
+// in an informer of their own; the copies' informer holds every other
+// Secret of the binding, whole.
+func TestSecretScopesSplitTokensFromCopies(t *testing.T) {
+	owner := ownership.Owner{ClusterID: "cls-a", BindingUID: "binding-uid"}
+	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "p-token",
+		Labels: owner.Stamp(map[string]string{pod.LabelPodToken: "true"})}, Data: map[string][]byte{"token": []byte("t")}}
+	copied := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "copy", Labels: owner.Stamp(nil)},
+		Data: map[string][]byte{"password": []byte("p")}}
+	other := owner
+	other.BindingUID = "other-binding"
+	othersToken := token.DeepCopy()
+	othersToken.Labels = other.Stamp(map[string]string{pod.LabelPodToken: "true"})
+
+	for _, tt := range []struct {
+		scope         informers.Scope
+		token, copied bool
+	}{
+		{scope: tokenSecretsScope(owner, "mount"), token: true},
+		{scope: boundSecretsScope(owner, "mount"), copied: true},
+	} {
+		selector, err := labels.Parse(tt.scope.LabelSelector)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.scope.SlimName, err)
 		}
-	}
-	if len(token.Data) != 2 || token.Data["token"] != nil || token.Data["ca.crt"] != nil {
-		t.Errorf("token Secret cached with %q, want its two keys without values", token.Data)
-	}
-	if string(copied.Data["password"]) != "p" {
-		t.Errorf("copied Secret cached with %q, want it whole", copied.Data)
-	}
-	other := &corev1.Secret{Data: map[string][]byte{strings.Clone("token"): []byte("u")}}
-	other.Labels = map[string]string{strings.Clone(pod.LabelPodToken): strings.Clone("true")}
-	if _, err := dropTokenValues(other); err != nil {
-		t.Fatal(err)
-	}
-	for key := range other.Data {
-		for mine := range token.Data {
-			if mine == key && !sameMemory(mine, key) {
-				t.Error("the key two token Secrets have in common is not shared")
+		for what, pair := range map[string]struct {
+			secret *corev1.Secret
+			want   bool
+		}{"token Secret": {token, tt.token}, "copy": {copied, tt.copied}, "other binding's token Secret": {othersToken, false}} {
+			if got := selector.Matches(labels.Set(pair.secret.Labels)); got != pair.want {
+				t.Errorf("scope %q selects the %s: %v, want %v", tt.scope.LabelSelector, what, got, pair.want)
 			}
 		}
+		if tt.scope.Namespace != "mount" {
+			t.Errorf("scope %q is for namespace %q", tt.scope.LabelSelector, tt.scope.Namespace)
+		}
 	}
-	if !sameMemory(other.Labels[pod.LabelPodToken], token.Labels[pod.LabelPodToken]) {
-		t.Error("the label two token Secrets have in common is not shared")
+
+	kept, err := tokenSecretsScope(owner, "mount").Slim(token.DeepCopy())
+	if record, ok := kept.(*pod.TokenSecretRecord); err != nil || !ok || record.Keys["token"] != nil || len(record.Keys) != 1 {
+		t.Errorf("token Secret cached as %#v (%v), want a record of its keys", kept, err)
 	}
-	third := &corev1.Secret{Data: map[string][]byte{strings.Clone("ca.crt"): []byte("ca2"), strings.Clone("token"): []byte("t2")}}
-	third.Labels = map[string]string{strings.Clone(pod.LabelPodToken): strings.Clone("true")}
-	if _, err := dropTokenValues(third); err != nil {
-		t.Fatal(err)
-	}
-	if !sameMap(third.Data, token.Data) || !sameMap(third.Labels, token.Labels) {
-		t.Error("the keys or labels of two token Secrets that have the same are not one map")
-	}
-	if sameMap(other.Data, token.Data) {
-		t.Error("token Secrets with different keys share their keys")
+	kept, err = boundSecretsScope(owner, "mount").Slim(copied.DeepCopy())
+	if err != nil || !equality.Semantic.DeepEqual(kept, copied) {
+		t.Errorf("copy cached as %#v (%v), want it whole", kept, err)
 	}
 }
 

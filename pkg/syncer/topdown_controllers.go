@@ -58,6 +58,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	marked := v.Kube(markedScope(clusterID)).Core().V1()
 	copies := ph.Kube(boundScope(owner, mount)).Core().V1()
 	physicalSecrets := ph.Kube(boundSecretsScope(owner, mount)).Core().V1().Secrets()
+	tokenSecrets := ph.Kube(tokenSecretsScope(owner, mount)).Core().V1().Secrets()
 	physicalPVs := ph.Kube(physicalPVScope(owner)).Core().V1().PersistentVolumes()
 	virtualPods := v.Kube(e.virtualPodScope()).Core().V1().Pods()
 	virtualNodes := v.Kube(ownedScope(clusterID, "")).Core().V1().Nodes()
@@ -88,7 +89,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		// Its writes need only the metadata of the objects written.
 		VirtualClient: leanwrite.CoreV1(e.virtual.Kube.CoreV1()), PhysicalClient: leanwrite.CoreV1(e.physical.Kube.CoreV1()),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes,
-		PhysicalPods: copies.Pods(), PhysicalSecrets: physicalSecrets,
+		PhysicalPods: copies.Pods(), PhysicalSecrets: tokenSecrets,
 		VirtualRootCAs: v.Kube(rootCAScope()).Core().V1().ConfigMaps(),
 		Dependents:     deps, DependencyEvents: e.dependencyEvents(), Recorder: p.Recorder, Metrics: p.Metrics,
 		MountNamespaces:   ph.Kube(mountNamespaceScope(mount)).Core().V1().Namespaces(),

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -88,9 +89,10 @@ type Options struct {
 	VirtualNodes corev1informers.NodeInformer
 	// PhysicalPods and PhysicalSecrets: MountNamespace, scoped to the
 	// binding's identity (ownership.Owner.Selector), so that another
-	// binding's objects in the same namespace are not even cached. The
-	// controller reads the token Secrets it made (label LabelPodToken)
-	// from the latter.
+	// binding's objects in the same namespace are not even cached.
+	// PhysicalSecrets holds the token Secrets it made (label
+	// LabelPodToken), transformed by CompactTokenSecret: the controller
+	// reads them through the informer's store, never through its Lister.
 	PhysicalPods    corev1informers.PodInformer
 	PhysicalSecrets corev1informers.SecretInformer
 	// VirtualRootCAs: the virtual cluster's kube-root-ca.crt ConfigMaps,
@@ -150,7 +152,7 @@ type Controller struct {
 	virtualPodIndex cache.Indexer
 	virtualNodes    corev1listers.NodeLister
 	physicalPods    corev1listers.PodLister
-	physicalSecrets corev1listers.SecretLister
+	tokenSecrets    cache.Indexer // *TokenSecretRecord, see CompactTokenSecret
 	virtualRootCAs  corev1listers.ConfigMapLister
 	dependents      Dependents
 	recorder        record.EventRecorder
@@ -202,7 +204,7 @@ func New(opts Options) (*Controller, error) {
 		virtualPodIndex: opts.VirtualPods.Informer().GetIndexer(),
 		virtualNodes:    opts.VirtualNodes.Lister(),
 		physicalPods:    opts.PhysicalPods.Lister(),
-		physicalSecrets: opts.PhysicalSecrets.Lister(),
+		tokenSecrets:    opts.PhysicalSecrets.Informer().GetIndexer(),
 		dependents:      opts.Dependents,
 		recorder:        opts.Recorder,
 		clock:           opts.Clock,
@@ -319,7 +321,7 @@ func (c *Controller) registerHandlers(opts Options) error {
 			ResourceEventHandler: controller.Handler[*corev1.Pod, cache.ObjectName]{
 				Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Pod], Filter: c.isManagedPod, Changed: physicalPodChanged,
 			}}},
-		{"physical token secret", opts.PhysicalSecrets.Informer(), controller.Handler[*corev1.Secret, cache.ObjectName]{
+		{"physical token secret", opts.PhysicalSecrets.Informer(), controller.Handler[metav1.Object, cache.ObjectName]{
 			Enqueue: c.Enqueue, Keys: c.tokenSecretKeys, Filter: c.isTokenSecret,
 		}},
 	}
@@ -393,16 +395,16 @@ func (c *Controller) isManagedPod(pod *corev1.Pod) bool {
 	return pod.Namespace == c.mountNamespace && c.owner.Owns(pod)
 }
 
-func (c *Controller) isTokenSecret(secret *corev1.Secret) bool {
-	return secret.Namespace == c.mountNamespace && secret.Labels[LabelPodToken] == "true" && c.owner.Owns(secret)
+func (c *Controller) isTokenSecret(secret metav1.Object) bool {
+	return secret.GetNamespace() == c.mountNamespace && secret.GetLabels()[LabelPodToken] == "true" && c.owner.Owns(secret)
 }
 
 // tokenSecretKeys maps a token Secret's event to its virtual pod. From its
 // first event on the cache speaks for the Secret, so the controller stops
 // standing in for it with the one it created (see createdTokens),
 // also when that event is a deletion.
-func (c *Controller) tokenSecretKeys(secret *corev1.Secret) []cache.ObjectName {
-	c.createdTokens.Forget(secret.Name)
+func (c *Controller) tokenSecretKeys(secret metav1.Object) []cache.ObjectName {
+	c.createdTokens.Forget(secret.GetName())
 	return virtualKeys(secret)
 }
 

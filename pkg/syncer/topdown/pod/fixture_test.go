@@ -277,9 +277,19 @@ func describe(action clienttesting.Action) string {
 // cache puts obj into the named indexer, as an informer would.
 func (f *fixture) cache(indexer string, obj runtime.Object) {
 	f.t.Helper()
-	if err := f.indexers[indexer].Update(obj.DeepCopyObject()); err != nil {
+	if err := f.indexers[indexer].Update(cachedForm(indexer, obj.DeepCopyObject())); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// cachedForm is obj as the informer behind indexer stores it: the syncer's
+// token Secret cache keeps records (CompactTokenSecret).
+func cachedForm(indexer string, obj runtime.Object) any {
+	if indexer != "secrets" {
+		return obj
+	}
+	out, _ := CompactTokenSecret(obj)
+	return out
 }
 
 func (f *fixture) uncache(indexer string, obj runtime.Object) {
@@ -313,11 +323,13 @@ func (f *fixture) syncCaches() {
 	}
 	replace("virtualPods", podObjects(vp.Items))
 	replace("physicalPods", podObjects(pp.Items))
-	var secrets []runtime.Object
+	var secrets []any
 	for i := range ps.Items {
-		secrets = append(secrets, &ps.Items[i])
+		secrets = append(secrets, cachedForm("secrets", &ps.Items[i]))
 	}
-	replace("secrets", secrets)
+	if err := f.indexers["secrets"].Replace(secrets, ""); err != nil {
+		f.t.Fatal(err)
+	}
 	f.virtualKube.ClearActions()
 	f.physicalKube.ClearActions()
 }

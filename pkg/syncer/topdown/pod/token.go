@@ -41,7 +41,7 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 	// before the cache: the Secret's event drops it only once the cache
 	// holds the Secret, so one of the two shows it.
 	created, remembered := c.createdTokens.Get(name, c.clock.Now())
-	existing, err := c.physicalSecrets.Secrets(c.mountNamespace).Get(name)
+	existing, err := c.cachedTokenSecret(c.mountNamespace, name)
 	switch {
 	case err == nil:
 		c.createdTokens.Forget(name)
@@ -239,7 +239,7 @@ func (c *Controller) deleteTokenSecret(ctx context.Context, m mapping, virtualUI
 	if m.namespace == c.mountNamespace {
 		c.createdTokens.Forget(name)
 	}
-	secret, err := c.physicalSecrets.Secrets(m.namespace).Get(name)
+	secret, err := c.cachedTokenSecret(m.namespace, name)
 	if apierrors.IsNotFound(err) && m.namespace != c.mountNamespace {
 		secret, err = c.physicalClient.Secrets(m.namespace).Get(ctx, name, metav1.GetOptions{})
 	}

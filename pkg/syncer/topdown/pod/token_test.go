@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	corev1listers "k8s.io/client-go/listers/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
@@ -41,8 +40,12 @@ func TestRefreshTime(t *testing.T) {
 // one token request and one Secret update.
 func TestTokenRefresh(t *testing.T) {
 	virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+	// Someone else's finalizer, which the renewal, a write of the whole
+	// Secret, keeps.
+	secret := tokenSecret(virtualUID, now.Add(10*time.Minute))
+	secret.Finalizers = []string{"example.com/audit"}
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(virtual)},
-		physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now.Add(10*time.Minute))}})
+		physicalSecrets: []*corev1.Secret{secret}})
 	if result := f.mustReconcile(); result.RequeueAfter != 10*time.Minute {
 		t.Errorf("RequeueAfter = %v, want 10m", result.RequeueAfter)
 	}
@@ -58,8 +61,8 @@ func TestTokenRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(secret.Data["token"]) != "token-1" {
-		t.Errorf("token = %q, want the new one", secret.Data["token"])
+	if string(secret.Data["token"]) != "token-1" || !slices.Equal(secret.Finalizers, []string{"example.com/audit"}) {
+		t.Errorf("token = %q, finalizers %q; want the new token and the finalizer", secret.Data["token"], secret.Finalizers)
 	}
 	f.syncCaches()
 	f.mustReconcile()
@@ -194,28 +197,20 @@ func TestCreatedTokenSecretDeletedBeforeCached(t *testing.T) {
 	assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets")
 }
 
-// secretEventDuringGet is a Secret lister whose lookups miss just before
-// the Secret's event arrives: the store was read, then the event came.
+// secretEventDuringGet is a token Secret store whose lookups miss just
+// before the Secret's event arrives: the store was read, then the event
+// came.
 type secretEventDuringGet struct {
-	corev1listers.SecretLister
+	cache.Indexer
 	arrive func()
 }
 
-func (l secretEventDuringGet) Secrets(namespace string) corev1listers.SecretNamespaceLister {
-	return secretEventDuringGetIn{l.SecretLister.Secrets(namespace), l.arrive}
-}
-
-type secretEventDuringGetIn struct {
-	corev1listers.SecretNamespaceLister
-	arrive func()
-}
-
-func (l secretEventDuringGetIn) Get(name string) (*corev1.Secret, error) {
-	secret, err := l.SecretNamespaceLister.Get(name)
-	if apierrors.IsNotFound(err) {
-		l.arrive()
+func (s secretEventDuringGet) GetByKey(key string) (any, bool, error) {
+	obj, exists, err := s.Indexer.GetByKey(key)
+	if err == nil && !exists {
+		s.arrive()
 	}
-	return secret, err
+	return obj, exists, err
 }
 
 // The token Secret's event may arrive between the cache's miss and the
@@ -229,7 +224,7 @@ func TestCreatedTokenSecretEventDuringTheLookup(t *testing.T) {
 	}
 	created := stored.(*corev1.Secret)
 	arrived := false
-	f.controller.physicalSecrets = secretEventDuringGet{f.controller.physicalSecrets, func() {
+	f.controller.tokenSecrets = secretEventDuringGet{f.controller.tokenSecrets, func() {
 		if !arrived {
 			arrived = true
 			f.controller.tokenSecretKeys(created)
