@@ -11,6 +11,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/hostports"
 	"github.com/kubeocean/kubeocean/pkg/intern"
+	"github.com/kubeocean/kubeocean/pkg/objectmeta"
 )
 
 // PodUsage is the compact form in which the syncer caches the pods it does
@@ -22,6 +23,7 @@ import (
 // (namespace, name, resourceVersion) and implements metav1.Object over it
 // (usage_meta.go); everything else of a pod's metadata is dropped.
 type PodUsage struct {
+	objectmeta.Unkept
 	Namespace       string
 	Name            string
 	ResourceVersion string

@@ -167,8 +167,10 @@ func DiffHistograms(before, after map[string]Histogram) map[string]Histogram {
 // Memory is where a Go binary's memory goes, in MiB, from the Go
 // collector's gauges: the heap spans in use (live objects and garbage not
 // yet collected), free heap the runtime still holds (not yet returned to the
-// system), goroutine stacks, and everything else the runtime took.
-type Memory struct{ HeapInUse, HeapFree, Stacks, Other float64 }
+// system), goroutine stacks, and everything else the runtime took; and,
+// when the caller reads it (Syncer.FileRSS), the resident pages of the
+// binary itself.
+type Memory struct{ HeapInUse, HeapFree, Stacks, Other, Binary float64 }
 
 // ScrapeMemory reads Memory from a Kubeocean binary's metrics address.
 func ScrapeMemory(metricsAddr string) (Memory, error) {
@@ -187,5 +189,5 @@ func ScrapeMemory(metricsAddr string) (Memory, error) {
 }
 
 func (m Memory) String() string {
-	return fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", m.HeapInUse, m.HeapFree, m.Stacks, m.Other)
+	return fmt.Sprintf("%.1f / %.1f / %.1f / %.1f / %.1f", m.HeapInUse, m.HeapFree, m.Stacks, m.Other, m.Binary)
 }

@@ -303,8 +303,8 @@ type burst struct {
 	// rssBefore and rssAfter are the syncer's RSS (MiB) before the burst
 	// and once all its pods run.
 	rssBefore, rssAfter float64
-	// memBefore and memAfter break the runtime's share of the RSS down,
-	// read right after it.
+	// memBefore and memAfter break the RSS down (the runtime's share and
+	// the binary's pages), read right after it.
 	memBefore, memAfter benchenv.Memory
 	// heapBefore and heapAfter are its live heap right after a
 	// collection, read after the RSS.
@@ -338,6 +338,9 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 		return r, err
 	}
 	if r.memBefore, err = benchenv.ScrapeMemory(b.metricsAddr); err != nil {
+		return r, err
+	}
+	if r.memBefore.Binary, err = b.syncer.FileRSS(); err != nil {
 		return r, err
 	}
 	if r.heapBefore, err = benchenv.LiveHeap(b.metricsAddr); err != nil {
@@ -382,6 +385,9 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 		return r, err
 	}
 	if r.memAfter, err = benchenv.ScrapeMemory(b.metricsAddr); err != nil {
+		return r, err
+	}
+	if r.memAfter.Binary, err = b.syncer.FileRSS(); err != nil {
 		return r, err
 	}
 	if r.heapAfter, err = benchenv.LiveHeap(b.metricsAddr); err != nil {

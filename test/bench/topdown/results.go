@@ -52,7 +52,7 @@ func (r results) print(cfg config) {
 	fmt.Fprintf(w, "requests per pod, physical apiserver (no watches)\t%.2f\t%.2f\t\t\n", work(b.window.physical)/n, work(r.floor.physical)/n)
 	fmt.Fprintf(w, "syncer RSS before → after the burst (MiB)\t%.1f → %.1f\t\t\t\n", b.rssBefore, b.rssAfter)
 	fmt.Fprintf(w, "syncer RSS growth per 1,000 synced pods (MiB)\t%.1f\t\t\t≤ 15\n", (b.rssAfter-b.rssBefore)*1000/n)
-	fmt.Fprintf(w, "  of the RSS, heap spans in use / free heap held / stacks / runtime (MiB)\t%s → %s\t\t\t\n", b.memBefore, b.memAfter)
+	fmt.Fprintf(w, "  of the RSS, heap spans in use / free heap held / stacks / runtime / binary (MiB)\t%s → %s\t\t\t\n", b.memBefore, b.memAfter)
 	fmt.Fprintf(w, "syncer live heap before → after the burst, objects / spans holding them (MiB)\t%.1f / %.1f → %.1f / %.1f\t\t\t\n",
 		b.heapBefore.Objects, b.heapBefore.Spans, b.heapAfter.Objects, b.heapAfter.Spans)
 	fmt.Fprintf(w, "syncer live heap growth per 1,000 synced pods, objects / spans (MiB)\t%.1f / %.1f\t\t\t\n",

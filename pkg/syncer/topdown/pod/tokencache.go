@@ -12,6 +12,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/intern"
+	"github.com/kubeocean/kubeocean/pkg/objectmeta"
 )
 
 // The cache of token Secrets. Every synced pod has one, and of it the
@@ -26,9 +27,9 @@ import (
 
 // TokenSecretRecord is what the cache keeps of a token Secret. It
 // implements metav1.Object for the informer's keys and the controller's
-// event handler: the getters of what it does not keep return zero values,
-// and its setters of those do nothing.
+// event handler; what it does not keep is objectmeta.Unkept.
 type TokenSecretRecord struct {
+	objectmeta.Unkept
 	Namespace, Name, ResourceVersion string
 	UID                              types.UID
 	// Labels are shared with the other token Secrets of the binding: read
@@ -138,33 +139,16 @@ func (r *TokenSecretRecord) GetAnnotations() map[string]string {
 	return annotations
 }
 
-func (r *TokenSecretRecord) GetNamespace() string                          { return r.Namespace }
-func (r *TokenSecretRecord) SetNamespace(namespace string)                 { r.Namespace = namespace }
-func (r *TokenSecretRecord) GetName() string                               { return r.Name }
-func (r *TokenSecretRecord) SetName(name string)                           { r.Name = name }
-func (r *TokenSecretRecord) GetResourceVersion() string                    { return r.ResourceVersion }
-func (r *TokenSecretRecord) SetResourceVersion(version string)             { r.ResourceVersion = version }
-func (r *TokenSecretRecord) GetUID() types.UID                             { return r.UID }
-func (r *TokenSecretRecord) SetUID(uid types.UID)                          { r.UID = uid }
-func (r *TokenSecretRecord) GetLabels() map[string]string                  { return r.Labels }
-func (r *TokenSecretRecord) SetLabels(labels map[string]string)            { r.Labels = labels }
-func (r *TokenSecretRecord) SetAnnotations(map[string]string)              {}
-func (r *TokenSecretRecord) GetGenerateName() string                       { return "" }
-func (r *TokenSecretRecord) SetGenerateName(string)                        {}
-func (r *TokenSecretRecord) GetGeneration() int64                          { return 0 }
-func (r *TokenSecretRecord) SetGeneration(int64)                           {}
-func (r *TokenSecretRecord) GetSelfLink() string                           { return "" }
-func (r *TokenSecretRecord) SetSelfLink(string)                            {}
-func (r *TokenSecretRecord) GetCreationTimestamp() metav1.Time             { return metav1.Time{} }
-func (r *TokenSecretRecord) SetCreationTimestamp(metav1.Time)              {}
-func (r *TokenSecretRecord) GetDeletionTimestamp() *metav1.Time            { return nil }
-func (r *TokenSecretRecord) SetDeletionTimestamp(*metav1.Time)             {}
-func (r *TokenSecretRecord) GetDeletionGracePeriodSeconds() *int64         { return nil }
-func (r *TokenSecretRecord) SetDeletionGracePeriodSeconds(*int64)          {}
-func (r *TokenSecretRecord) SetFinalizers([]string)                        {}
-func (r *TokenSecretRecord) SetOwnerReferences([]metav1.OwnerReference)    {}
-func (r *TokenSecretRecord) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
-func (r *TokenSecretRecord) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
+func (r *TokenSecretRecord) GetNamespace() string               { return r.Namespace }
+func (r *TokenSecretRecord) SetNamespace(namespace string)      { r.Namespace = namespace }
+func (r *TokenSecretRecord) GetName() string                    { return r.Name }
+func (r *TokenSecretRecord) SetName(name string)                { r.Name = name }
+func (r *TokenSecretRecord) GetResourceVersion() string         { return r.ResourceVersion }
+func (r *TokenSecretRecord) SetResourceVersion(version string)  { r.ResourceVersion = version }
+func (r *TokenSecretRecord) GetUID() types.UID                  { return r.UID }
+func (r *TokenSecretRecord) SetUID(uid types.UID)               { r.UID = uid }
+func (r *TokenSecretRecord) GetLabels() map[string]string       { return r.Labels }
+func (r *TokenSecretRecord) SetLabels(labels map[string]string) { r.Labels = labels }
 
 func (r *TokenSecretRecord) GetFinalizers() []string {
 	if r.kept == nil {
