@@ -4,7 +4,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/leanwrite"
-	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/csinode"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/lease"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
@@ -80,7 +79,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	pods, err := podstatus.New(podstatus.Options{
 		ClusterID: clusterID, BindingUID: e.binding.UID, MountNamespace: e.binding.Spec.MountNamespace,
 		PhysicalClient: e.physical.Kube.CoreV1(), VirtualClient: leanwrite.CoreV1(e.virtual.Kube.CoreV1()),
-		PhysicalPods: ph.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods(),
+		PhysicalPods: e.physicalPods(),
 		VirtualPods:  virtualPods,
 		Recorder:     e.physicalRecorder, Metrics: p.Metrics,
 	})
@@ -92,7 +91,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		VirtualKube: e.virtual.Kube, PhysicalKube: e.physical.Kube,
 		VirtualKubeocean: e.virtual.Kubeocean, PhysicalKubeocean: e.physical.Kubeocean,
 		Bindings: bindings, VirtualNodes: virtualNodes, Policies: policies,
-		ManagedPods: ph.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods(),
+		ManagedPods: e.physicalPods(),
 		Recorder:    p.Recorder, Metrics: p.Metrics,
 	})
 	if err != nil {

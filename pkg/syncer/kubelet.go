@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
-	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/kubeletapi"
 )
 
@@ -170,8 +169,8 @@ func kubeletAPI(e *syncerEnv) (*kubeletapi.Server, *kubeletapi.Endpoints, error)
 		BindAddress: o.BindAddress, Endpoints: endpoints, Auth: auth, Certificate: cert,
 		MountNamespace: mount, VirtualNodes: virtualNodes,
 		VirtualPods:  e.virtualInformers.Kube(e.virtualPodScope()).Core().V1().Pods().Lister(),
-		PhysicalPods: e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), mount)).Core().V1().Pods().Lister(),
-		Physical:     e.physical.Kube, PhysicalConfig: streamingConfig(e.physicalConfig),
+		PhysicalPods: e.physicalPods().Lister(), PhysicalPodsOn: physicalPodsOn(e.physicalPodRecords().GetStore()),
+		Physical: e.physical.Kube, PhysicalConfig: streamingConfig(e.physicalConfig),
 		StatsEnabled: o.NodeStats, Metrics: metrics,
 	})
 	return server, endpoints, err

@@ -13,13 +13,13 @@ import (
 // step, and no request to either cluster.
 type bindingCollector struct {
 	virtualNodes corelisters.NodeLister // this binding's virtual nodes
-	physicalPods corelisters.PodLister  // this binding's physical pods
+	physicalPods cache.Store            // this binding's physical pods (physicalPodStatus)
 	virtualPods  cache.Store            // the virtual pods the syncer caches
 	nodes, lent  *prometheus.Desc
 	pods, cached *prometheus.Desc
 }
 
-func newBindingCollector(binding string, virtualNodes corelisters.NodeLister, physicalPods corelisters.PodLister, virtualPods cache.Store) *bindingCollector {
+func newBindingCollector(binding string, virtualNodes corelisters.NodeLister, physicalPods, virtualPods cache.Store) *bindingCollector {
 	constLabels := prometheus.Labels{"binding": binding}
 	return &bindingCollector{
 		virtualNodes: virtualNodes, physicalPods: physicalPods, virtualPods: virtualPods,
@@ -65,14 +65,13 @@ func (c *bindingCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.lent, prometheus.GaugeValue, value, string(name))
 	}
 
-	pods, err := c.physicalPods.List(labels.Everything())
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.pods, err)
-		return
-	}
 	phases := map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodRunning: 0, corev1.PodSucceeded: 0, corev1.PodFailed: 0}
-	for _, p := range pods {
-		phase := p.Status.Phase
+	for _, obj := range c.physicalPods.List() {
+		status := physicalPodStatus(obj)
+		if status == nil {
+			continue
+		}
+		phase := status.Phase
 		if phase == "" {
 			phase = corev1.PodPending
 		}

@@ -27,15 +27,21 @@ func TestBindingCollector(t *testing.T) {
 	for _, n := range []*corev1.Node{node("a", "2", "4Gi", corev1.ConditionTrue), node("b", "1500m", "2Gi", corev1.ConditionFalse), node("c", "500m", "1Gi", "")} {
 		_ = nodes.Add(n)
 	}
+	// The syncer's cache holds records (compactPhysical); an informer
+	// without the transform, Pods.
 	for i, phase := range []corev1.PodPhase{corev1.PodRunning, corev1.PodRunning, corev1.PodFailed, ""} {
-		_ = pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "m", Name: string(rune('a' + i))}, Status: corev1.PodStatus{Phase: phase}})
+		var obj any = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "m", Name: string(rune('a' + i))}, Status: corev1.PodStatus{Phase: phase}}
+		if i%2 == 0 {
+			obj, _ = compactPhysical(obj)
+		}
+		_ = pods.Add(obj)
 	}
 	registry := prometheus.NewRegistry()
 	virtualPods := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	for _, name := range []string{"a", "b"} {
 		_ = virtualPods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name}})
 	}
-	registry.MustRegister(newBindingCollector("worker-1", corelisters.NewNodeLister(nodes), corelisters.NewPodLister(pods), virtualPods))
+	registry.MustRegister(newBindingCollector("worker-1", corelisters.NewNodeLister(nodes), pods, virtualPods))
 	want := `
 # HELP kubeocean_binding_lent_capacity What the binding's virtual nodes offer (their allocatable), summed, by resource: cores for cpu, bytes for memory and storage, a count otherwise.
 # TYPE kubeocean_binding_lent_capacity gauge
@@ -62,7 +68,7 @@ kubeocean_binding_virtual_pods_cached{binding="worker-1"} 2
 	}
 	// A second binding in the same process (in-process mode) registers
 	// beside the first.
-	if err := registry.Register(newBindingCollector("worker-2", corelisters.NewNodeLister(nodes), corelisters.NewPodLister(pods), virtualPods)); err != nil {
+	if err := registry.Register(newBindingCollector("worker-2", corelisters.NewNodeLister(nodes), pods, virtualPods)); err != nil {
 		t.Fatalf("a second binding's collector: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/informers"
@@ -75,6 +77,18 @@ func ownedScope(clusterID, namespace string) informers.Scope {
 // share their repeating strings (compactPhysical).
 func boundScope(owner ownership.Owner, mountNamespace string) informers.Scope {
 	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector(), Slim: compactPhysical, SlimName: "physical"}
+}
+
+// physicalPodRecords is the informer of the binding's physical pods, which
+// holds them as physicalPod records; physicalPods reads them as Pods.
+func (e *syncerEnv) physicalPodRecords() cache.SharedIndexInformer {
+	return e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods().Informer()
+}
+
+// physicalPods is the informer of the binding's physical pods as the
+// controllers read them, as Pods; see physicalPod.
+func (e *syncerEnv) physicalPods() coreinformers.PodInformer {
+	return physicalPodInformer{e.physicalPodRecords()}
 }
 
 // boundSecretsScope is boundScope for Secrets other than the pods' token

@@ -431,7 +431,7 @@ func identicalResources(a, b corev1.ResourceList) bool {
 // compactPhysical slims the binding's physical pods (slimPhysicalPod),
 // shares the repeating strings of them and of the copies beside them, and
 // shares the slim container lists, which the pods of one workload have in
-// common.
+// common; it keeps each pod as a physicalPod record.
 func compactPhysical(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -441,7 +441,7 @@ func compactPhysical(obj any) (any, error) {
 	compactPod(pod)
 	pod.Spec.InitContainers = shareContainers(pod.Spec.InitContainers)
 	pod.Spec.Containers = shareContainers(pod.Spec.Containers)
-	return pod, nil
+	return recordPhysicalPod(pod), nil
 }
 
 // slimContainers shares the lists of names and images of slimPhysicalPod.

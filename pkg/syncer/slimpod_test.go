@@ -211,7 +211,8 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 
 // The physical pod cache keeps of the spec the node, the deadline and each
 // container's name and image (what merge.go, ephemeral.go and the kubelet
-// API read), and metadata and status whole.
+// API read), and metadata and status whole, in a record whose Pod says
+// that.
 func TestCompactPhysicalKeepsWhatTheControllersRead(t *testing.T) {
 	decoded := decodedPod(t, "web-7d9c6b5f4-abcde")
 	decoded.Spec.ActiveDeadlineSeconds = ptr.To[int64](600)
@@ -222,7 +223,11 @@ func TestCompactPhysicalKeepsWhatTheControllersRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := obj.(*corev1.Pod)
+	record, ok := obj.(*physicalPod)
+	if !ok {
+		t.Fatalf("the cache keeps a %T", obj)
+	}
+	got := record.Pod()
 	if !equality.Semantic.DeepEqual(got.ObjectMeta, decoded.ObjectMeta) || !equality.Semantic.DeepEqual(got.Status, decoded.Status) {
 		t.Fatalf("metadata or status changed:\n%+v\nwant\n%+v", got, decoded)
 	}
@@ -238,30 +243,30 @@ func TestCompactPhysicalKeepsWhatTheControllersRead(t *testing.T) {
 		t.Fatalf("spec kept:\n%+v\nwant\n%+v", got.Spec, want)
 	}
 	other, _ := compactPhysical(decodedPod(t, "web-7d9c6b5f4-fghij"))
-	if !sameMemory(got.Spec.Containers[0].Image, other.(*corev1.Pod).Spec.Containers[0].Image) {
+	if !sameMemory(got.Spec.Containers[0].Image, other.(*physicalPod).Spec.Containers[0].Image) {
 		t.Error("the image two physical pods have in common is not shared")
 	}
 	// The pods of one workload record one last-applied state: one copy.
 	applied := `{"labels":{"app":"web"},"images":{"containers/web":"registry.example/shop/web:1.42.0"}}`
 	one, two := decodedPod(t, "web-7d9c6b5f4-uvwxy"), decodedPod(t, "web-7d9c6b5f4-zabcd")
 	one.Annotations[pod.AnnotationLastApplied], two.Annotations[pod.AnnotationLastApplied] = strings.Clone(applied), strings.Clone(applied)
-	compactPhysical(one)
-	compactPhysical(two)
-	if !sameMemory(one.Annotations[pod.AnnotationLastApplied], two.Annotations[pod.AnnotationLastApplied]) {
+	first, _ := compactPhysical(one)
+	second, _ := compactPhysical(two)
+	if !sameMemory(first.(*physicalPod).Annotations[pod.AnnotationLastApplied], second.(*physicalPod).Annotations[pod.AnnotationLastApplied]) {
 		t.Error("the last-applied state two physical pods have in common is not shared")
 	}
 	third := decodedPod(t, "web-7d9c6b5f4-klmno")
 	third.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:1"}}
-	compactPhysical(third)
-	if unsafe.SliceData(third.Spec.Containers) != unsafe.SliceData(got.Spec.Containers) ||
-		unsafe.SliceData(third.Spec.InitContainers) != unsafe.SliceData(got.Spec.InitContainers) {
+	kept, _ := compactPhysical(third)
+	if spec := kept.(*physicalPod).Spec; unsafe.SliceData(spec.Containers) != unsafe.SliceData(got.Spec.Containers) ||
+		unsafe.SliceData(spec.InitContainers) != unsafe.SliceData(got.Spec.InitContainers) {
 		t.Error("the containers' names and images two physical pods have in common are not one list")
 	}
 	third = decodedPod(t, "web-7d9c6b5f4-pqrst")
 	third.Spec.Containers[0].Image = "registry.example/shop/web:1.43.0"
-	compactPhysical(third)
-	if unsafe.SliceData(third.Spec.Containers) == unsafe.SliceData(got.Spec.Containers) || third.Spec.Containers[0].Image != "registry.example/shop/web:1.43.0" {
-		t.Errorf("a pod with another image got the list of the first: %+v", third.Spec.Containers)
+	kept, _ = compactPhysical(third)
+	if containers := kept.(*physicalPod).Spec.Containers; unsafe.SliceData(containers) == unsafe.SliceData(got.Spec.Containers) || containers[0].Image != "registry.example/shop/web:1.43.0" {
+		t.Errorf("a pod with another image got the list of the first: %+v", containers)
 	}
 }
 

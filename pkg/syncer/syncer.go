@@ -25,7 +25,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/events"
 	"github.com/kubeocean/kubeocean/pkg/hostports"
 	"github.com/kubeocean/kubeocean/pkg/informers"
-	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 	"github.com/kubeocean/kubeocean/pkg/serving"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
@@ -230,7 +229,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		stopRecorder()
 		return nil, err
 	}
-	env.twins.physical = env.physicalInformers.Kube(boundScope(ownership.Of(binding), binding.Spec.MountNamespace)).Core().V1().Pods().Informer().GetIndexer()
+	env.twins.physical = env.physicalPodRecords().GetIndexer()
 	return append(runnables,
 		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
 			// Started with the context that ends when any runnable fails, so
@@ -277,7 +276,7 @@ func physicalClients(ctx context.Context, p *app.Process, binding *kubeoceanv1al
 // when the syncer stops.
 func (e *syncerEnv) bindingMetrics() ([]prometheus.Collector, error) {
 	virtualPods := e.virtualInformers.Kube(e.virtualPodScope()).Core().V1().Pods()
-	physicalPods := e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods()
+	physicalPods := e.physicalPods()
 	virtualNodes := e.virtualInformers.Kube(ownedScope(e.binding.Spec.ClusterID, "")).Core().V1().Nodes().Lister()
 	latency := newSyncLatency(e.binding.Name, virtualPods.Lister(), physicalPods.Lister(), virtualNodes)
 	if _, err := physicalPods.Informer().AddEventHandler(latency.physicalHandler()); err != nil {
@@ -286,7 +285,7 @@ func (e *syncerEnv) bindingMetrics() ([]prometheus.Collector, error) {
 	if _, err := virtualPods.Informer().AddEventHandler(latency.virtualHandler()); err != nil {
 		return nil, err
 	}
-	collectors := append(latency.collectors(), newBindingCollector(e.binding.Name, virtualNodes, physicalPods.Lister(), virtualPods.Informer().GetStore()))
+	collectors := append(latency.collectors(), newBindingCollector(e.binding.Name, virtualNodes, e.physicalPodRecords().GetStore(), virtualPods.Informer().GetStore()))
 	for i, c := range collectors {
 		if err := e.process.Registry.Register(c); err != nil {
 			for _, registered := range collectors[:i] {

@@ -89,7 +89,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		// Its writes need only the metadata of the objects written.
 		VirtualClient: leanwrite.CoreV1(e.virtual.Kube.CoreV1()), PhysicalClient: leanwrite.CoreV1(e.physical.Kube.CoreV1()),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes,
-		PhysicalPods: copies.Pods(), PhysicalSecrets: tokenSecrets,
+		PhysicalPods: e.physicalPods(), PhysicalSecrets: tokenSecrets,
 		VirtualRootCAs: v.Kube(rootCAScope()).Core().V1().ConfigMaps(),
 		Dependents:     deps, DependencyEvents: e.dependencyEvents(), Recorder: p.Recorder, Metrics: p.Metrics,
 		MountNamespaces:   ph.Kube(mountNamespaceScope(mount)).Core().V1().Namespaces(),
@@ -101,7 +101,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		return nil, err
 	}
 	configMaps, err := configmap.New(configmap.Options{
-		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: copies.Pods(),
+		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: e.physicalPods(),
 		VirtualConfigMaps: marked.ConfigMaps(), PhysicalConfigMaps: copies.ConfigMaps(),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes, Metrics: p.Metrics,
 	})
@@ -109,7 +109,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		return nil, err
 	}
 	secrets, err := secret.New(secret.Options{
-		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: copies.Pods(),
+		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: e.physicalPods(),
 		VirtualSecrets: marked.Secrets(), PhysicalSecrets: physicalSecrets,
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes, VirtualPVs: marked.PersistentVolumes(), Metrics: p.Metrics,
 	})
@@ -117,7 +117,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		return nil, err
 	}
 	claims, err := pvc.New(pvc.Options{
-		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: copies.Pods(),
+		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: e.physicalPods(),
 		VirtualPVCs: marked.PersistentVolumeClaims(), PhysicalPVCs: copies.PersistentVolumeClaims(),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes, Metrics: p.Metrics,
 	})
@@ -176,8 +176,10 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 				}
 				return []cache.ObjectName{cache.MetaObjectToName(p)}
 			}),
-			sourceOf(copies.Pods().Informer(), func(p *corev1.Pod) []cache.ObjectName {
-				namespace, name := p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace], p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodName]
+			// Physical pod records, read as they are cached.
+			sourceOf(e.physicalPodRecords(), func(p metav1.Object) []cache.ObjectName {
+				annotations := p.GetAnnotations()
+				namespace, name := annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace], annotations[kubeoceanv1alpha1.AnnotationVirtualPodName]
 				if name == "" {
 					return nil
 				}

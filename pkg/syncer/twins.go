@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -24,7 +25,8 @@ import (
 // for this virtual pod (its UID annotation). Cached objects are read-only,
 // and a DeepCopy of either pod separates the parts again.
 type twinStatuses struct {
-	// physical is the cache of the binding's physical pods; nil until the
+	// physical is the cache of the binding's physical pods (physicalPod
+	// records, or Pods where an informer has no transform); nil until the
 	// syncer asks for it, and then set before the informers start.
 	physical cache.Indexer
 }
@@ -44,11 +46,12 @@ func (t *twinStatuses) share(virtual *corev1.Pod) {
 	if err != nil || !exists {
 		return
 	}
-	physical, ok := obj.(*corev1.Pod)
-	if !ok || physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtual.UID) {
+	physical, ok := obj.(metav1.Object)
+	twin := physicalPodStatus(obj)
+	if !ok || twin == nil || physical.GetAnnotations()[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtual.UID) {
 		return
 	}
-	mine, twin := &virtual.Status, &physical.Status
+	mine := &virtual.Status
 	mine.ContainerStatuses = sameOrOwn(mine.ContainerStatuses, twin.ContainerStatuses)
 	mine.InitContainerStatuses = sameOrOwn(mine.InitContainerStatuses, twin.InitContainerStatuses)
 	mine.EphemeralContainerStatuses = sameOrOwn(mine.EphemeralContainerStatuses, twin.EphemeralContainerStatuses)

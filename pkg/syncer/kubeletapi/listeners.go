@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -80,6 +81,10 @@ type Options struct {
 	VirtualNodes corev1informers.NodeInformer
 	VirtualPods  corelisters.PodLister
 	PhysicalPods corelisters.PodLister
+	// PhysicalPodsOn, when set, returns the binding's physical pods on a
+	// physical node, for node stats, without making a Pod of every cached
+	// record as PhysicalPods would; nil filters PhysicalPods.
+	PhysicalPodsOn func(physicalNode string) []metav1.Object
 	// Physical reads logs and node stats; PhysicalConfig is its config,
 	// for the streaming proxy.
 	Physical       kubernetes.Interface
@@ -117,7 +122,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, streams: streams, trigger: make(chan struct{}, 1), listeners: map[string]*listener{},
-		resolver: &resolver{virtualPods: opts.VirtualPods, physicalPods: opts.PhysicalPods, mountNamespace: opts.MountNamespace},
+		resolver: &resolver{virtualPods: opts.VirtualPods, physicalPods: opts.PhysicalPods, physicalPodsOn: opts.PhysicalPodsOn, mountNamespace: opts.MountNamespace},
 	}
 	poke := func(any) { s.poke() }
 	_, err = opts.VirtualNodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
@@ -38,6 +39,9 @@ type physicalPod struct {
 type resolver struct {
 	virtualPods  corelisters.PodLister
 	physicalPods corelisters.PodLister
+	// physicalPodsOn, when set, lists the physical pods on a node
+	// (Options.PhysicalPodsOn).
+	physicalPodsOn func(physicalNode string) []metav1.Object
 	// mountNamespace holds every physical pod of the binding.
 	mountNamespace string
 }
@@ -106,19 +110,30 @@ type virtualRef struct {
 // virtualPodsOn maps the binding's physical pods on physicalNode (by
 // namespace/name) to their virtual pods; pods of anyone else are absent.
 func (r *resolver) virtualPodsOn(physicalNode string) (map[string]virtualRef, error) {
-	pods, err := r.physicalPods.Pods(r.mountNamespace).List(labels.Everything())
-	if err != nil {
-		return nil, err
+	var pods []metav1.Object
+	if r.physicalPodsOn != nil {
+		pods = r.physicalPodsOn(physicalNode)
+	} else {
+		all, err := r.physicalPods.Pods(r.mountNamespace).List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range all {
+			if p.Spec.NodeName == physicalNode {
+				pods = append(pods, p)
+			}
+		}
 	}
 	out := map[string]virtualRef{}
 	for _, p := range pods {
+		annotations := p.GetAnnotations()
 		ref := virtualRef{
-			Namespace: p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace],
-			Name:      p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodName],
-			UID:       p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID],
+			Namespace: annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace],
+			Name:      annotations[kubeoceanv1alpha1.AnnotationVirtualPodName],
+			UID:       annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID],
 		}
-		if p.Spec.NodeName == physicalNode && ref.Name != "" {
-			out[p.Namespace+"/"+p.Name] = ref
+		if ref.Name != "" && p.GetNamespace() == r.mountNamespace {
+			out[p.GetNamespace()+"/"+p.GetName()] = ref
 		}
 	}
 	return out, nil
