@@ -39,7 +39,10 @@ func createNamespace(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 30*time.Second, "the default ServiceAccount of "+name, func(ctx context.Context) (string, error) {
+	// The controller-manager makes it. After an apiserver outage (an
+	// earlier test) its watches come back on a backoff of up to 30 s
+	// between attempts, so its controllers may see a new namespace late.
+	poll(t, 90*time.Second, "the default ServiceAccount of "+name, func(ctx context.Context) (string, error) {
 		_, err := env.virtualKube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), nil
