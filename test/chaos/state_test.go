@@ -40,8 +40,9 @@ func createNamespace(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	// The controller-manager makes it. After an apiserver outage (an
-	// earlier test) its watches come back on a backoff of up to 30 s
-	// between attempts, so its controllers may see a new namespace late.
+	// earlier test) its watches come back on client-go's backoff, which
+	// grows to between 30 and 60 s between attempts, so its controllers
+	// may see a new namespace late.
 	poll(t, 90*time.Second, "the default ServiceAccount of "+name, func(ctx context.Context) (string, error) {
 		_, err := env.virtualKube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		if err != nil {
