@@ -126,6 +126,11 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	stopped := time.Now()
+	cpuStopped := processes.SampleCPU()
+	atStop, err := benchenv.ScrapeAPIServer(ctx, b.virtual)
+	if err != nil {
+		return err
+	}
 	settle, err := b.waitCapacity(ctx, stopped, alive)
 	if err != nil {
 		return err
@@ -143,8 +148,11 @@ func run(ctx context.Context, cfg config) error {
 	}
 	r := results{
 		cfg: cfg, achievedRate: achieved, settle: settle, writes: writes,
-		requests: after.Sub(before),
-		cpu:      benchenv.CPUSeconds(cpuBefore, cpuAfter),
+		requests:       after.Sub(before),
+		cpu:            benchenv.CPUSeconds(cpuBefore, cpuAfter),
+		settleRequests: after.Sub(atStop),
+		settleCPU:      benchenv.CPUSeconds(cpuStopped, cpuAfter),
+		settleWall:     time.Since(stopped),
 	}
 	r.print()
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -22,6 +23,13 @@ type results struct {
 	requests benchenv.APIRequests
 	// cpu is the CPU seconds of every process over the same window.
 	cpu map[string]float64
+	// settleRequests, settleCPU and settleWall are the same from the end
+	// of the churn until every node showed its capacity and the figures
+	// were read: whether the settling waited on the syncer or on a machine
+	// busy with the churn's backlog.
+	settleRequests benchenv.APIRequests
+	settleCPU      map[string]float64
+	settleWall     time.Duration
 }
 
 func (r results) print() {
@@ -56,6 +64,19 @@ func (r results) print() {
 		[]string{"total"}, []benchenv.APIRequests{nodes}, []float64{1})
 	benchenv.PrintCPU("CPU of every process over the churn and the settling:", []string{"churn"},
 		[]map[string]float64{r.cpu}, []float64{r.achievedRate * cfg.duration.Seconds()}, "pod")
+
+	fmt.Printf("\nThe settling alone (%.1f s from the end of the churn until the figures were read):\n", r.settleWall.Seconds())
+	fmt.Printf("  node status writes at the virtual API server: %.0f (%.2f per node)\n",
+		r.settleRequests.Total(isStatusWrite), r.settleRequests.Total(isStatusWrite)/float64(cfg.nodes))
+	benchenv.PrintCPU("CPU of every process in the settling:", []string{"settling"},
+		[]map[string]float64{r.settleCPU}, []float64{r.settleWall.Seconds()}, "s")
+	fmt.Printf("All processes kept %.2f of the machine's %d cores busy on average in the settling.\n",
+		benchenv.CoresBusy(r.settleCPU, r.settleWall), runtime.NumCPU())
+}
+
+// isStatusWrite tells the successful writes of a node's status.
+func isStatusWrite(k benchenv.APIRequest) bool {
+	return k.Resource == "nodes/status" && k.Verb != "GET" && strings.HasPrefix(k.Code, "2")
 }
 
 // onNodes tells the requests on nodes and their subresources.

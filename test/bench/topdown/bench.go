@@ -295,6 +295,9 @@ func isRunning(pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRunn
 type burst struct {
 	exist, running            time.Duration
 	createLatency, runLatency latency
+	// created is when each pod's create returned, from the burst's start,
+	// in order.
+	created []time.Duration
 	// kubeletLatency is kwok's part: physical pod seen → physical Running.
 	// While it is short, a new pod's UID and first status go to the
 	// virtual pod in one write.
@@ -380,6 +383,7 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 	r.createLatency = tl.latencies(tl.created, tl.physicalSeen)
 	r.runLatency = tl.latencies(tl.physicalRun, tl.virtualRun)
 	r.kubeletLatency = tl.latencies(tl.physicalSeen, tl.physicalRun)
+	r.created = tl.since(tl.created, start)
 	waitProfiles()
 	if r.rssAfter, err = b.syncer.RSS(); err != nil {
 		return r, err

@@ -106,7 +106,7 @@ func run(ctx context.Context, cfg config) error {
 	if r.burst, err = b.throughput(ctx); err != nil {
 		return fmt.Errorf("throughput: %w", err)
 	}
-	if r.createLatency, r.statusLatency, err = b.steady(ctx); err != nil {
+	if r.createLatency, r.statusLatency, r.steady, err = b.steady(ctx); err != nil {
 		return fmt.Errorf("latency: %w", err)
 	}
 	if r.idle, err = b.idle(ctx); err != nil {

@@ -18,13 +18,16 @@ func resourceQuantity(n int) *resource.Quantity {
 
 // steady creates pods at a steady rate and returns the latencies from
 // virtual create to physical create and from physical Running to virtual
-// Running.
-func (b *bench) steady(ctx context.Context) (create, status latency, err error) {
+// Running, with the CPU every process used meanwhile (read from /proc
+// only: scraping the API servers' metrics would cost more CPU than a few
+// hundred pods).
+func (b *bench) steady(ctx context.Context) (create, status latency, w window, err error) {
 	tl, err := follow(ctx, b.virtualKube, b.physKube, "steady")
 	if err != nil {
-		return create, status, err
+		return create, status, w, err
 	}
 	defer tl.stop()
+	start, cpuBefore := time.Now(), b.procs.SampleCPU()
 	benchenv.Logf("latency: %d pods at %.0f/s", b.cfg.steadyPods, b.cfg.rate)
 	ticker := time.NewTicker(time.Duration(float64(time.Second) / b.cfg.rate))
 	defer ticker.Stop()
@@ -42,9 +45,10 @@ func (b *bench) steady(ctx context.Context) (create, status latency, err error) 
 		}()
 	}
 	if _, err := tl.waitFor(ctx, time.Now(), 5*time.Minute, tl.virtualRun, b.cfg.steadyPods, "steady pods Running"); err != nil {
-		return create, status, err
+		return create, status, w, err
 	}
-	return tl.latencies(tl.created, tl.physicalSeen), tl.latencies(tl.physicalRun, tl.virtualRun), nil
+	w = window{elapsed: time.Since(start), cpu: benchenv.CPUSeconds(cpuBefore, b.procs.SampleCPU())}
+	return tl.latencies(tl.created, tl.physicalSeen), tl.latencies(tl.physicalRun, tl.virtualRun), w, nil
 }
 
 // idle counts the syncer's writes while nothing changes.

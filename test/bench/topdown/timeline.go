@@ -129,6 +129,18 @@ func (tl *timeline) latencies(from, to map[string]time.Time) latency {
 	return l
 }
 
+// since returns the times of step from start, in order.
+func (tl *timeline) since(step map[string]time.Time, start time.Time) []time.Duration {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	out := make([]time.Duration, 0, len(step))
+	for _, at := range step {
+		out = append(out, at.Sub(start))
+	}
+	slices.Sort(out)
+	return out
+}
+
 // latency is a sorted distribution with the pods it could not measure.
 type latency struct {
 	values []time.Duration
