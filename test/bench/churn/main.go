@@ -8,7 +8,9 @@
 //     apiserver_request_total;
 //   - seconds from the end of the churn until every virtual node shows the
 //     capacity the pods left on its physical node leave free;
-//   - the CPU seconds of every process over the churn and the settling.
+//   - the CPU seconds of every process over the churn and the settling,
+//     and over the settling alone, with its status writes and how many
+//     cores all processes kept busy in it.
 //
 // Pods are created at --rate per second for --duration, each deleted
 // --lifetime after its creation. The syncer runs as the real

@@ -23,6 +23,10 @@
 //     pages of the syncer's binary (those grow the first time a code path
 //     runs, not with the pods: 1.3–2.1 MiB of a 2,000-pod burst's
 //     growth);
+//   - what the burst could have reached had the syncer used no CPU and
+//     made the same requests (the other processes' CPU at the burst's
+//     cores busy): rates, ratios and the p99 to the physical pod, so that
+//     a target this misses is known to need fewer requests or more cores;
 //   - requests during an idle period;
 //   - the deletion of every virtual pod at once: seconds until the pods
 //     are gone in both clusters and nothing of the binding is left (its
