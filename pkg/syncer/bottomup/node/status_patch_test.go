@@ -24,31 +24,38 @@ func TestStatusPatchOfChangedFieldsIsTheWholeStatusPatch(t *testing.T) {
 			Phase:           corev1.NodeRunning,
 		}
 	}
-	cases := map[string]func(*corev1.NodeStatus){
-		"nothing": func(*corev1.NodeStatus) {},
-		"allocatable cpu": func(s *corev1.NodeStatus) {
+	// A semantically equal value is no change: the whole patch rewrites
+	// it, the changed fields leave it.
+	cases := []struct {
+		name            string
+		change          func(*corev1.NodeStatus)
+		changed         bool
+		allocatableOnly bool
+	}{
+		{name: "nothing", change: func(*corev1.NodeStatus) {}},
+		{name: "allocatable cpu", changed: true, allocatableOnly: true, change: func(s *corev1.NodeStatus) {
 			s.Allocatable[corev1.ResourceCPU] = resource.MustParse("6500m")
-		},
-		"a resource gone": func(s *corev1.NodeStatus) { delete(s.Capacity, "example.com/gpu") },
-		"a condition": func(s *corev1.NodeStatus) {
+		}},
+		{name: "a resource gone", changed: true, change: func(s *corev1.NodeStatus) { delete(s.Capacity, "example.com/gpu") }},
+		{name: "a condition", changed: true, change: func(s *corev1.NodeStatus) {
 			s.Conditions[0].Status, s.Conditions[0].Reason = corev1.ConditionFalse, "PhysicalNodeNotReady"
-		},
-		"a condition gone and an address added": func(s *corev1.NodeStatus) {
+		}},
+		{name: "a condition gone and an address added", changed: true, change: func(s *corev1.NodeStatus) {
 			s.Conditions = s.Conditions[:1]
 			s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: "node-a"})
-		},
-		"port and version": func(s *corev1.NodeStatus) {
+		}},
+		{name: "port and version", changed: true, change: func(s *corev1.NodeStatus) {
 			s.DaemonEndpoints.KubeletEndpoint.Port = 10251
 			s.NodeInfo.KubeletVersion = "v1.34.0"
-		},
-		"the same quantity written otherwise": func(s *corev1.NodeStatus) {
+		}},
+		{name: "the same quantity written otherwise", change: func(s *corev1.NodeStatus) {
 			s.Allocatable[corev1.ResourceCPU] = resource.MustParse("7000m")
-		},
+		}},
 	}
-	for name, change := range cases {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			before, after := base(), base()
-			change(&after)
+			tc.change(&after)
 			whole, err := statusPatch(before, after)
 			if err != nil {
 				t.Fatal(err)
@@ -58,19 +65,16 @@ func TestStatusPatchOfChangedFieldsIsTheWholeStatusPatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// A semantically equal value is no change: the whole patch
-			// rewrites it, the changed fields leave it.
-			wantChanged := name != "nothing" && name != "the same quantity written otherwise"
-			if changed != wantChanged {
-				t.Errorf("changed = %v, want %v", changed, wantChanged)
+			if changed != tc.changed {
+				t.Errorf("changed = %v, want %v", changed, tc.changed)
 			}
-			if wantChanged && string(part) != string(whole) {
+			if tc.changed && string(part) != string(whole) {
 				t.Errorf("patch of the changed fields\n  %s\nwant the whole status's\n  %s", part, whole)
 			}
-			if !wantChanged && string(part) != "{}" {
+			if !tc.changed && string(part) != "{}" {
 				t.Errorf("patch with nothing changed = %s, want {}", part)
 			}
-			if name == "allocatable cpu" && (b.Conditions != nil || a.Capacity != nil || a.NodeInfo.KubeletVersion != "" || a.Allocatable == nil) {
+			if tc.allocatableOnly && (b.Conditions != nil || a.Capacity != nil || a.NodeInfo.KubeletVersion != "" || a.Allocatable == nil) {
 				t.Errorf("left %+v, want the allocatable figures alone", a)
 			}
 		})
