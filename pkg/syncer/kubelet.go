@@ -171,7 +171,7 @@ func kubeletAPI(e *syncerEnv) (*kubeletapi.Server, *kubeletapi.Endpoints, error)
 		VirtualPods:  e.virtualInformers.Kube(e.virtualPodScope()).Core().V1().Pods().Lister(),
 		PhysicalPods: e.physicalPods().Lister(), PhysicalPodsOn: physicalPodsOn(e.physicalPodRecords().GetStore()),
 		Physical: e.physical.Kube, PhysicalConfig: streamingConfig(e.physicalConfig),
-		StatsEnabled: o.NodeStats, Metrics: metrics,
+		StatsEnabled: o.NodeStats, Metrics: metrics, Recorder: e.process.Recorder,
 	})
 	return server, endpoints, err
 }

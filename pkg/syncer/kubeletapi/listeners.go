@@ -19,6 +19,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
 
@@ -93,6 +94,8 @@ type Options struct {
 	// nodes/proxy in the physical cluster).
 	StatsEnabled bool
 	Metrics      *Metrics
+	// Recorder, when set, records refused requests on virtual pods.
+	Recorder record.EventRecorder
 }
 
 // Server keeps one kubelet API listener per virtual node of a binding.
@@ -122,7 +125,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, streams: streams, trigger: make(chan struct{}, 1), listeners: map[string]*listener{},
-		resolver: &resolver{virtualPods: opts.VirtualPods, physicalPods: opts.PhysicalPods, physicalPodsOn: opts.PhysicalPodsOn, mountNamespace: opts.MountNamespace},
+		resolver: &resolver{virtualPods: opts.VirtualPods, physicalPods: opts.PhysicalPods, physicalPodsOn: opts.PhysicalPodsOn, mountNamespace: opts.MountNamespace, recorder: opts.Recorder},
 	}
 	poke := func(any) { s.poke() }
 	_, err = opts.VirtualNodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -9,8 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 )
 
 // requestError is an answer to a request that must not reach the physical
@@ -26,6 +28,11 @@ func notFound(format string, args ...any) error {
 	return &requestError{Code: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}
 }
 
+// ReasonMappingRefused is the Warning event on a virtual pod whose mapping
+// annotations name a physical pod that Kubeocean did not make for it, when
+// a kubelet API request for it is refused.
+const ReasonMappingRefused = "PhysicalPodMappingRefused"
+
 // physicalPod is where a virtual pod runs.
 type physicalPod struct {
 	Namespace, Name string
@@ -36,6 +43,13 @@ type physicalPod struct {
 // resolver maps virtual pods on the nodes of one binding to the physical
 // pods that run them, from the caches only: a pod the syncer does not know
 // never causes a request to the physical cluster.
+//
+// The physical pod is the one this binding made for the virtual pod: named
+// by the physical name rule in the mount namespace, and recording the
+// virtual pod's namespace, name and UID, which only the syncer writes on
+// physical pods. The virtual pod's mapping annotations are not trusted:
+// whoever may edit the pod can set them, and naming another tenant's
+// physical pod there must not reach it.
 type resolver struct {
 	virtualPods  corelisters.PodLister
 	physicalPods corelisters.PodLister
@@ -44,6 +58,8 @@ type resolver struct {
 	physicalPodsOn func(physicalNode string) []metav1.Object
 	// mountNamespace holds every physical pod of the binding.
 	mountNamespace string
+	// recorder, when set, records a refused mapping on the virtual pod.
+	recorder record.EventRecorder
 }
 
 // pod resolves the virtual pod namespace/name served on node; container,
@@ -61,12 +77,16 @@ func (r *resolver) pod(node, namespace, name, container string) (physicalPod, er
 	if pod.Spec.NodeName != node {
 		return physicalPod{}, notFound("pod %s/%s does not run on node %s", namespace, name, node)
 	}
-	target := physicalPod{
-		Namespace: pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace],
-		Name:      pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName],
-		Node:      node,
+	target := physicalPod{Namespace: r.mountNamespace, Name: naming.PhysicalName(namespace, name), Node: node}
+	if claimed := claimedTarget(pod); claimed != (physicalPod{}) && (claimed.Namespace != target.Namespace || claimed.Name != target.Name) {
+		if r.recorder != nil {
+			r.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonMappingRefused,
+				"Kubelet API request refused: the pod's annotations name physical pod %s/%s, which Kubeocean did not create for this pod",
+				claimed.Namespace, claimed.Name)
+		}
+		return physicalPod{}, notFound("pod %s/%s has not been created in the physical cluster", namespace, name)
 	}
-	if target.Name == "" || target.Namespace != r.mountNamespace || !r.physicalExists(target) {
+	if !r.isTwin(target, pod) {
 		return physicalPod{}, notFound("pod %s/%s has not been created in the physical cluster yet", namespace, name)
 	}
 	if container != "" && !hasContainer(pod, container) {
@@ -75,12 +95,28 @@ func (r *resolver) pod(node, namespace, name, container string) (physicalPod, er
 	return target, nil
 }
 
-// physicalExists reports whether the physical pod is in the cache: the
-// mapping annotations are written before the pod is created, and a pod
-// the cache does not hold must not cost a physical request.
-func (r *resolver) physicalExists(target physicalPod) bool {
-	_, err := r.physicalPods.Pods(target.Namespace).Get(target.Name)
-	return err == nil
+// claimedTarget is the physical pod the virtual pod's mapping annotations
+// name, or the zero value when they name none.
+func claimedTarget(pod *corev1.Pod) physicalPod {
+	return physicalPod{
+		Namespace: pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace],
+		Name:      pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName],
+	}
+}
+
+// isTwin reports whether the cache holds the physical pod target and it
+// was made for virtual: it records the virtual pod's namespace, name and
+// UID. A pod the cache does not hold must not cost a physical request, and
+// one left by an earlier virtual pod of the same name is not this pod's.
+func (r *resolver) isTwin(target physicalPod, virtual *corev1.Pod) bool {
+	physical, err := r.physicalPods.Pods(target.Namespace).Get(target.Name)
+	if err != nil {
+		return false
+	}
+	recorded := physical.Annotations
+	return recorded[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(virtual.UID) &&
+		recorded[kubeoceanv1alpha1.AnnotationVirtualPodNamespace] == virtual.Namespace &&
+		recorded[kubeoceanv1alpha1.AnnotationVirtualPodName] == virtual.Name
 }
 
 func hasContainer(pod *corev1.Pod, name string) bool {

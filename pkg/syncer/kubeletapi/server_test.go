@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 )
 
 const (
@@ -54,14 +56,27 @@ func testAuth(seen *[]authorizer.Attributes) *Auth {
 
 func virtualPod(ns, name, node string, mapped bool) *corev1.Pod {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name + "-uid"), Annotations: map[string]string{}},
 		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app"}}},
 	}
 	if mapped {
 		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = testMount
-		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = name + "-physical"
+		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = naming.PhysicalName(ns, name)
 	}
 	return pod
+}
+
+// physicalTwin is the physical pod the syncer makes for virtual: named by
+// the physical name rule, recording the virtual pod it was made for.
+func physicalTwin(virtual *corev1.Pod) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: testMount, Name: naming.PhysicalName(virtual.Namespace, virtual.Name),
+		Annotations: map[string]string{
+			kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtual.Namespace,
+			kubeoceanv1alpha1.AnnotationVirtualPodName:      virtual.Name,
+			kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(virtual.UID),
+		},
+	}}
 }
 
 func newTestNodeServer(t *testing.T, seen *[]authorizer.Attributes, pods ...*corev1.Pod) (*nodeServer, *fake.Clientset) {
@@ -74,7 +89,7 @@ func newTestNodeServer(t *testing.T, seen *[]authorizer.Attributes, pods ...*cor
 		}
 		// Pods named "created-*" are mapped but not in the physical cache.
 		if name := p.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]; name != "" && !strings.HasPrefix(p.Name, "created-") {
-			_ = physicalPods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testMount, Name: name}})
+			_ = physicalPods.Add(physicalTwin(p))
 		}
 	}
 	metrics, err := NewMetrics(prometheus.NewRegistry())
@@ -184,7 +199,7 @@ func TestRequestAttributes(t *testing.T) {
 // the syncer's credentials instead of the caller's.
 func TestStreamProxy(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		want := "/api/v1/namespaces/" + testMount + "/pods/web-physical/exec"
+		want := "/api/v1/namespaces/" + testMount + "/pods/" + naming.PhysicalName("a", "web") + "/exec"
 		if r.URL.Path != want || r.URL.Query().Get("container") != "app" || r.URL.Query().Get("command") != "date" || r.URL.Query().Get("stdout") != "1" || r.URL.Query().Has("output") ||
 			r.Header.Get("Authorization") != "Bearer syncer" {
 			http.Error(w, fmt.Sprintf("unexpected %s %v %q", r.URL.Path, r.URL.Query(), r.Header.Get("Authorization")), http.StatusTeapot)
