@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -28,7 +29,7 @@ func (c *Controller) syncDeletion(ctx context.Context, virtual *corev1.Pod, m ma
 	}
 	// The mapping is recorded before any physical pod is created: without
 	// it there never was one.
-	if err := c.deleteTokenSecret(ctx, m, virtual.UID); err != nil {
+	if err := c.deleteTokenSecret(ctx, m, cache.MetaObjectToName(virtual), virtual.UID); err != nil {
 		return err
 	}
 	return c.finishVirtual(ctx, virtual)
@@ -139,7 +140,7 @@ func (c *Controller) syncLost(ctx context.Context, virtual *corev1.Pod, m mappin
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("confirming physical pod %s/%s is gone: %w", m.namespace, m.name, err)
 	}
-	if err := c.deleteTokenSecret(ctx, m, virtual.UID); err != nil {
+	if err := c.deleteTokenSecret(ctx, m, cache.MetaObjectToName(virtual), virtual.UID); err != nil {
 		return err
 	}
 	message := fmt.Sprintf("Physical pod %s/%s (UID %s) in cluster %s no longer exists: it was deleted or evicted there",

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -263,4 +264,36 @@ func TestLegacyPhysicalPodAdopted(t *testing.T) {
 			t.Errorf("wrote %q to a physical pod that is not provably ours", w)
 		}
 	}
+}
+
+// A pod whose mapping annotations name another pod's physical twin (forged
+// by whoever may edit it) takes nothing of that pod with it when it is
+// deleted: neither the physical pod nor its token Secret, which record the
+// virtual pod they were made for. It is finished all the same.
+func TestDeletionOfForgedMappingSparesTheVictim(t *testing.T) {
+	victim := withTokenVolume(mapped(boundPod(), physicalUID))
+	forger := terminating(mapped(boundPod(), physicalUID), 30)
+	forger.Name, forger.UID = "probe", "forger-uid"
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{victim, forger}, physicalPods: []*corev1.Pod{physicalFor(victim)},
+		physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
+	_, ctx := ktesting.NewTestContext(t)
+	if _, err := f.controller.reconcile(ctx, cache.ObjectName{Namespace: virtualNS, Name: "probe"}); err != nil {
+		t.Fatal(err)
+	}
+	assertWrites(t, f, "virtual delete pods")
+	assertDelete(t, actions(f.virtualKube, "delete", "pods")[0], 0, "forger-uid")
+}
+
+// Once a pod is gone and known by its key only, the token Secret of its
+// physical name goes only if it records that pod.
+func TestCleanUpAfterLeavesATokenSecretOfAnotherPod(t *testing.T) {
+	other := tokenSecret("other-uid", now)
+	other.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodName] = "someone-else"
+	f := newFixture(t, seed{physicalSecrets: []*corev1.Secret{other}})
+	f.mustReconcile()
+	assertWrites(t, f)
+
+	f = newFixture(t, seed{physicalSecrets: []*corev1.Secret{tokenSecret("earlier-uid", now)}})
+	f.mustReconcile()
+	assertWrites(t, f, "physical delete secrets")
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -35,7 +36,7 @@ func (c *Controller) syncFinished(ctx context.Context, virtual *corev1.Pod, m ma
 	physical, err := c.physicalPods.Pods(m.namespace).Get(m.name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return controller.Result{}, c.deleteTokenSecret(ctx, m, virtual.UID)
+		return controller.Result{}, c.deleteTokenSecret(ctx, m, cache.MetaObjectToName(virtual), virtual.UID)
 	case err != nil:
 		return controller.Result{}, err
 	case physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtual.UID):

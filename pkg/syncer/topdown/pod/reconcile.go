@@ -192,14 +192,14 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 // its deletion event brings us back.
 func (c *Controller) cleanUpAfter(ctx context.Context, key cache.ObjectName) error {
 	c.created.observed(key)
-	return c.cleanUpFinished(ctx, mapping{namespace: c.mountNamespace, name: naming.PhysicalName(key.Namespace, key.Name)}, "")
+	return c.cleanUpFinished(ctx, mapping{namespace: c.mountNamespace, name: naming.PhysicalName(key.Namespace, key.Name)}, key, "")
 }
 
 // cleanUpFinished removes the token Secret of a physical pod that is gone;
 // virtualUID, when known, lets it adopt a token Secret of an older version.
-func (c *Controller) cleanUpFinished(ctx context.Context, m mapping, virtualUID types.UID) error {
+func (c *Controller) cleanUpFinished(ctx context.Context, m mapping, virtual cache.ObjectName, virtualUID types.UID) error {
 	if _, err := c.physicalPods.Pods(m.namespace).Get(m.name); !apierrors.IsNotFound(err) {
 		return err
 	}
-	return c.deleteTokenSecret(ctx, m, virtualUID)
+	return c.deleteTokenSecret(ctx, m, virtual, virtualUID)
 }

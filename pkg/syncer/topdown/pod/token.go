@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -229,9 +230,12 @@ func (c *Controller) adoptableTokenSecret(ctx context.Context, virtual *corev1.P
 
 // deleteTokenSecret removes the token Secret of a physical pod that is
 // gone, in the namespace its mapping names. Outside the mount namespace
-// nothing is cached, so it is read live there. A Secret that is not
-// provably ours (see tokenSecretOurs) stays.
-func (c *Controller) deleteTokenSecret(ctx context.Context, m mapping, virtualUID types.UID) error {
+// nothing is cached, so it is read live there. A Secret stays unless it
+// is provably ours (see tokenSecretOurs) and records the virtual pod
+// virtual (and its UID, when known) as the one it was made for: mapping
+// annotations are the tenant's to write, and naming another pod's twin
+// there must not cost that pod its token.
+func (c *Controller) deleteTokenSecret(ctx context.Context, m mapping, virtual cache.ObjectName, virtualUID types.UID) error {
 	if m.namespace == "" || m.name == "" {
 		return nil
 	}
@@ -249,8 +253,8 @@ func (c *Controller) deleteTokenSecret(ctx context.Context, m mapping, virtualUI
 	if err != nil {
 		return err
 	}
-	if !c.tokenSecretOurs(secret, virtualUID) {
-		klog.FromContext(ctx).V(2).Info("Leaving a token Secret that is not this binding's", "secret", klog.KObj(secret))
+	if !c.tokenSecretOurs(secret, virtualUID) || !tokenSecretRecords(secret, virtual, virtualUID) {
+		klog.FromContext(ctx).V(2).Info("Leaving a token Secret that is not this pod's", "secret", klog.KObj(secret))
 		return nil
 	}
 	err = c.physicalClient.Secrets(secret.Namespace).Delete(ctx, secret.Name, metav1.DeleteOptions{
@@ -261,4 +265,14 @@ func (c *Controller) deleteTokenSecret(ctx context.Context, m mapping, virtualUI
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted token Secret", "secret", klog.KObj(secret))
 	return nil
+}
+
+// tokenSecretRecords tells whether secret was made for the virtual pod
+// virtual: it records its namespace and name, and its UID when uid is
+// known (a pod that is gone is known by its key only).
+func tokenSecretRecords(secret *corev1.Secret, virtual cache.ObjectName, uid types.UID) bool {
+	recorded := secret.Annotations
+	return recorded[kubeoceanv1alpha1.AnnotationVirtualPodNamespace] == virtual.Namespace &&
+		recorded[kubeoceanv1alpha1.AnnotationVirtualPodName] == virtual.Name &&
+		(uid == "" || recorded[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(uid))
 }
