@@ -2,6 +2,8 @@ package topdown
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -354,6 +356,28 @@ func (e *podEnv) checkTokenSecret(physicalName string) {
 	if string(secret.Data["metadata.namespace"]) != e.virtualNS {
 		t.Errorf("namespace file = %q, want %q", secret.Data["metadata.namespace"], e.virtualNS)
 	}
+	// The pod's kube-api-access volume asks for 3607 s, which the virtual
+	// apiserver would answer with a token of a year: the copy lives an hour.
+	if lifetime, err := tokenLifetime(string(secret.Data["token"])); err != nil || lifetime > time.Hour {
+		t.Errorf("copied token lives %v (%v), want at most an hour", lifetime, err)
+	}
+}
+
+// tokenLifetime is exp - iat of a JWT, read without verifying it.
+func tokenLifetime(token string) (time.Duration, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return 0, fmt.Errorf("not a JWT: %d parts", len(parts))
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return 0, err
+	}
+	var claims struct{ Exp, Iat int64 }
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return 0, err
+	}
+	return time.Duration(claims.Exp-claims.Iat) * time.Second, nil
 }
 
 func (e *podEnv) waitForPhysicalPod(name string, ready func(*corev1.Pod) bool) *corev1.Pod {

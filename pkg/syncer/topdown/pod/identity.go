@@ -32,7 +32,15 @@ const (
 	// keyToken is the Secret key of a pod's first token.
 	keyToken = "token"
 
-	defaultTokenExpirationSeconds int64 = 3607
+	// maxTokenExpirationSeconds bounds the lifetime of the tokens copied
+	// into physical Secrets, where whoever may read Secrets in the mount
+	// namespace can use them until they expire: an hour, the API's default
+	// for a projected token. It also keeps the copy from asking for 3607 s,
+	// the lifetime that the service-account admission gives the
+	// kube-api-access volume, which the virtual apiserver (with its default
+	// --service-account-extend-token-expiration) answers with a token that
+	// lives a year, because it trusts a kubelet to renew it hourly anyway.
+	maxTokenExpirationSeconds int64 = 3600
 )
 
 // identityFields are the downward-API fields whose physical values would
@@ -94,9 +102,9 @@ func (p identityPlan) tokenKey(source *corev1.ServiceAccountTokenProjection) str
 }
 
 func tokenParameters(source *corev1.ServiceAccountTokenProjection) (string, int64) {
-	expiration := defaultTokenExpirationSeconds
+	expiration := maxTokenExpirationSeconds
 	if source.ExpirationSeconds != nil {
-		expiration = *source.ExpirationSeconds
+		expiration = min(*source.ExpirationSeconds, maxTokenExpirationSeconds)
 	}
 	return source.Audience, expiration
 }

@@ -121,7 +121,7 @@ func TestCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refreshAt := now.Add(3607 * time.Second * 8 / 10)
+	refreshAt := now.Add(3600 * time.Second * 8 / 10)
 	wantData := map[string][]byte{"token": []byte("token-1"), "ca.crt": []byte("virtual-ca"), "metadata.namespace": []byte(virtualNS)}
 	if !reflect.DeepEqual(secret.Data, wantData) || secret.Labels[LabelPodToken] != "true" ||
 		!testOwner.Owns(secret) ||

@@ -54,7 +54,7 @@ func TestTokenRefresh(t *testing.T) {
 	f.clock.Step(11 * time.Minute)
 	result := f.mustReconcile()
 	assertWrites(t, f, "virtual create serviceaccounts/token", "physical update secrets")
-	if want := 3607 * time.Second * 8 / 10; result.RequeueAfter != want {
+	if want := 3600 * time.Second * 8 / 10; result.RequeueAfter != want {
 		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, want)
 	}
 	secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
@@ -155,7 +155,7 @@ func createdWithTokenSecretUncached(t *testing.T) *fixture {
 // nor renews it.
 func TestCreatedTokenSecretAwaitedInCache(t *testing.T) {
 	f := createdWithTokenSecretUncached(t)
-	refreshAt := now.Add(3607 * time.Second * 8 / 10)
+	refreshAt := now.Add(3600 * time.Second * 8 / 10)
 	if result, want := f.mustReconcile(), refreshAt.Truncate(time.Second).Sub(now); result.RequeueAfter != want {
 		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, want)
 	}

@@ -287,7 +287,7 @@ func TestPhysicalPodHostnameNotALabel(t *testing.T) {
 func TestPlanIdentity(t *testing.T) {
 	plan := planIdentity(fullVirtualPod())
 	want := identityPlan{
-		tokens: []tokenSpec{{key: "token", expirationSeconds: 3607}, {key: "token-1", audience: "vault", expirationSeconds: 600}},
+		tokens: []tokenSpec{{key: "token", expirationSeconds: 3600}, {key: "token-1", audience: "vault", expirationSeconds: 600}},
 		caCert: true,
 		fields: []string{"metadata.name", "metadata.namespace"},
 	}
