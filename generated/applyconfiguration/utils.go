@@ -50,6 +50,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubeoceanv1alpha1.SecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TimeWindow"):
 		return &kubeoceanv1alpha1.TimeWindowApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadAllowances"):
+		return &kubeoceanv1alpha1.WorkloadAllowancesApplyConfiguration{}
 
 	}
 	return nil

@@ -82,6 +82,66 @@ type ResourceLeasingPolicySpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	GracefulReclaimPeriodSeconds int32 `json:"gracefulReclaimPeriodSeconds,omitempty"`
+
+	// Allowances are what the borrower's pods may use in this cluster beyond
+	// what Kubeocean lets every pod use. Without them (the default), a pod's
+	// labels and annotations reach its physical pod only under
+	// Kubeocean-translated keys, no runtime class is set, and a
+	// PersistentVolume is copied only if the syncer provisioned it. A binding
+	// with several policies gets what all of them allow.
+	// +optional
+	Allowances *WorkloadAllowances `json:"allowances,omitempty"`
+}
+
+// WorkloadAllowances list what a lender lets the borrower's pods use in the
+// physical cluster. Each is an exception to a default that keeps the
+// borrower's tenants from reaching beyond their own pods.
+type WorkloadAllowances struct {
+	// LabelKeys are the label keys of virtual pods that reach their physical
+	// pods as they are, so that the physical cluster's NetworkPolicies,
+	// webhooks and controllers may act on them. An entry is a key, or a
+	// prefix followed by "/*" for every key under it (e.g. "example.com/*").
+	// Keys under kubeocean.io are never passed on.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	LabelKeys []string `json:"labelKeys,omitempty"`
+
+	// AnnotationKeys are the annotation keys of virtual pods that reach their
+	// physical pods as they are, in the form of LabelKeys.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	AnnotationKeys []string `json:"annotationKeys,omitempty"`
+
+	// RuntimeClassNames are the runtime classes a virtual pod may name; any
+	// other is refused rather than dropped, since the pod asked for it.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	RuntimeClassNames []string `json:"runtimeClassNames,omitempty"`
+
+	// VolumeSources are the in-tree PersistentVolume sources that a virtual
+	// PersistentVolume may have and be copied with: hostPath, local, nfs,
+	// iscsi or fc. Each reaches a node's file system or a network storage
+	// server of the lender's choosing, so none is allowed by default.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:items:Enum=hostPath;local;nfs;iscsi;fc
+	VolumeSources []string `json:"volumeSources,omitempty"`
+
+	// CSIDrivers are the CSI drivers whose virtual PersistentVolumes are
+	// copied with their volume handle: the handle names a volume of the
+	// lender's storage, which any tenant could name otherwise.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	CSIDrivers []string `json:"csiDrivers,omitempty"`
 }
 
 // TimeWindow is a daily period, in the policy's time zone. A window whose end

@@ -49,6 +49,13 @@ type ResourceLeasingPolicySpecApplyConfiguration struct {
 	// GracefulReclaimPeriodSeconds is how long pods may keep running outside
 	// the time windows before a forced reclaim evicts them (0 = at once).
 	GracefulReclaimPeriodSeconds *int32 `json:"gracefulReclaimPeriodSeconds,omitempty"`
+	// Allowances are what the borrower's pods may use in this cluster beyond
+	// what Kubeocean lets every pod use. Without them (the default), a pod's
+	// labels and annotations reach its physical pod only under
+	// Kubeocean-translated keys, no runtime class is set, and a
+	// PersistentVolume is copied only if the syncer provisioned it. A binding
+	// with several policies gets what all of them allow.
+	Allowances *WorkloadAllowancesApplyConfiguration `json:"allowances,omitempty"`
 }
 
 // ResourceLeasingPolicySpecApplyConfiguration constructs a declarative configuration of the ResourceLeasingPolicySpec type for use with
@@ -120,5 +127,13 @@ func (b *ResourceLeasingPolicySpecApplyConfiguration) WithForceReclaim(value boo
 // If called multiple times, the GracefulReclaimPeriodSeconds field is set to the value of the last call.
 func (b *ResourceLeasingPolicySpecApplyConfiguration) WithGracefulReclaimPeriodSeconds(value int32) *ResourceLeasingPolicySpecApplyConfiguration {
 	b.GracefulReclaimPeriodSeconds = &value
+	return b
+}
+
+// WithAllowances sets the Allowances field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Allowances field is set to the value of the last call.
+func (b *ResourceLeasingPolicySpecApplyConfiguration) WithAllowances(value *WorkloadAllowancesApplyConfiguration) *ResourceLeasingPolicySpecApplyConfiguration {
+	b.Allowances = value
 	return b
 }
