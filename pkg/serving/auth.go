@@ -9,12 +9,18 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	unionauth "k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/request/websocket"
+	"k8s.io/apiserver/pkg/authentication/request/x509"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 )
 
 // Where an apiserver publishes the CA of its client certificates, for the
@@ -26,7 +32,8 @@ const (
 )
 
 // Cache lifetimes of the delegated checks, as a kubelet in webhook mode
-// uses them (authentication 2m, authorization 5m allowed / 30s denied).
+// uses them (authentication 2m, authorization 5m allowed / 30s denied);
+// rejected tokens are kept apart, with a bound (tokens.go).
 const (
 	tokenCacheTTL = 2 * time.Minute
 	allowCacheTTL = 5 * time.Minute
@@ -46,6 +53,10 @@ type Auth struct {
 	ClientCA *dynamiccertificates.ConfigMapCAController
 
 	once sync.Once
+	// tokens and rejected are those of a delegating Auth, for its
+	// metrics; nil in an Auth made of other parts.
+	tokens   *tokenCounts
+	rejected *rejectedTokens
 }
 
 // NewDelegatingAuth builds an Auth that asks the cluster of kube, with
@@ -62,16 +73,21 @@ func NewDelegatingAuth(kube kubernetes.Interface, name string) (*Auth, error) {
 		return nil, err
 	}
 	backoff := &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
-	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		TokenAccessReviewClient:            kube.AuthenticationV1(),
-		TokenAccessReviewTimeout:           10 * time.Second,
-		WebhookRetryBackoff:                backoff,
-		CacheTTL:                           tokenCacheTTL,
-		ClientCertificateCAContentProvider: clientCA,
-	}.New()
-	if err != nil {
-		return nil, err
-	}
+	counts := &tokenCounts{}
+	rejected := newRejectedTokens(
+		// Tokens the apiserver accepted are kept for tokenCacheTTL; the
+		// cache also makes concurrent requests with one token share one
+		// review. It keeps no rejections (failure TTL 0): its store has no
+		// bound, which rejectedTokens has.
+		tokencache.New(newTokenReviewer(kube.AuthenticationV1().TokenReviews(), *backoff, counts), false, tokenCacheTTL, 0),
+		rejectedTokenTTL, rejectedTokenCacheSize, clock.RealClock{}, counts)
+	authn := group.NewAuthenticatedGroupAdder(unionauth.New(
+		x509.NewDynamic(clientCA.VerifyOptions, x509.CommonNameUserConversion),
+		bearertoken.New(rejected),
+		// A WebSocket client (a browser) that cannot set headers sends
+		// its token as a subprotocol.
+		websocket.NewProtocolAuthenticator(rejected),
+	))
 	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
 		SubjectAccessReviewClient: kube.AuthorizationV1(),
 		AllowCacheTTL:             allowCacheTTL,
@@ -81,7 +97,7 @@ func NewDelegatingAuth(kube kubernetes.Interface, name string) (*Auth, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Auth{Authenticator: authn, Authorizer: authz, ClientCA: clientCA}, nil
+	return &Auth{Authenticator: authn, Authorizer: authz, ClientCA: clientCA, tokens: counts, rejected: rejected}, nil
 }
 
 // SharedAuth is a process's one delegated authentication and authorization

@@ -135,7 +135,7 @@ func TestDelegatingAuthAsksTheAPIServer(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(answer)
 	}))
 	defer apiserver.Close()
-	auth, err := NewDelegatingAuth(kubernetes.NewForConfigOrDie(&rest.Config{Host: apiserver.URL}), "test-client-ca")
+	auth, err := NewDelegatingAuth(kubernetes.NewForConfigOrDie(&rest.Config{Host: apiserver.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}), "test-client-ca")
 	if err != nil {
 		t.Fatal(err)
 	}

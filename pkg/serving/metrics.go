@@ -1,6 +1,8 @@
 package serving
 
 import (
+	"errors"
+
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,4 +30,60 @@ func MetricsHandler(gatherer prometheus.Gatherer) http.Handler {
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
 	return mux
+}
+
+// RegisterMetrics exports what a from NewDelegatingAuth did with bearer
+// tokens: kubeocean_auth_rejected_token_cache_requests_total by result
+// (hit: answered as rejected without a TokenReview; miss: passed on to the
+// cache of accepted tokens or a TokenReview),
+// kubeocean_auth_token_reviews_total by result (authenticated, rejected,
+// error), and kubeocean_auth_rejected_token_cache_entries. Registering a
+// second time with the same registry is a no-op; an Auth of other parts
+// has nothing to export.
+func (a *Auth) RegisterMetrics(reg prometheus.Registerer) error {
+	if a.tokens == nil {
+		return nil
+	}
+	err := reg.Register(&authCollector{auth: a})
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		// The process's shared Auth, registered by another server, or an
+		// Auth of its own beside it: the first one's figures are exported.
+		return nil
+	}
+	return err
+}
+
+var (
+	rejectedTokenCacheDesc = prometheus.NewDesc("kubeocean_auth_rejected_token_cache_requests_total",
+		"Bearer tokens looked up in the cache of tokens the apiserver rejected lately, by result: hit (refused without a TokenReview) or miss.",
+		[]string{"result"}, nil)
+	tokenReviewsDesc = prometheus.NewDesc("kubeocean_auth_token_reviews_total",
+		"TokenReviews asked of the apiserver for bearer tokens, by result: authenticated, rejected, or error (no answer).",
+		[]string{"result"}, nil)
+	rejectedTokenEntriesDesc = prometheus.NewDesc("kubeocean_auth_rejected_token_cache_entries",
+		"Rejected bearer tokens remembered (bounded; their hashes only).", nil, nil)
+)
+
+// authCollector reads an Auth's counts at each scrape, so that counting
+// costs an atomic add on the request path and nothing else.
+type authCollector struct{ auth *Auth }
+
+func (c *authCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- rejectedTokenCacheDesc
+	ch <- tokenReviewsDesc
+	ch <- rejectedTokenEntriesDesc
+}
+
+func (c *authCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.auth.tokens
+	counter := func(desc *prometheus.Desc, v int64, result string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), result)
+	}
+	counter(rejectedTokenCacheDesc, n.rejectedHits.Load(), "hit")
+	counter(rejectedTokenCacheDesc, n.rejectedMisses.Load(), "miss")
+	counter(tokenReviewsDesc, n.reviewsAuthenticated.Load(), "authenticated")
+	counter(tokenReviewsDesc, n.reviewsRejected.Load(), "rejected")
+	counter(tokenReviewsDesc, n.reviewErrors.Load(), "error")
+	ch <- prometheus.MustNewConstMetric(rejectedTokenEntriesDesc, prometheus.GaugeValue, float64(c.auth.rejected.len()))
 }
