@@ -13,6 +13,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/leanwrite"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/syncer/allowances"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/configmap"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
@@ -70,6 +71,10 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	// Every virtual claim, which the provisioner watches, and the volumes
 	// it made.
 	virtualClaims := v.Kube(informers.Scope{}).Core().V1().PersistentVolumeClaims()
+	// What the lender allows the binding's pods beyond the defaults, from
+	// the policies the bottom-up side watches too.
+	policies := ph.Kubeocean(informers.Scope{}).Kubeocean().V1alpha1().ResourceLeasingPolicies()
+	allowed := allowances.NewSource(policies.Lister(), e.binding.Name)
 	provisionedPVs := v.Kube(ownedScope(clusterID, "")).Core().V1().PersistentVolumes()
 	deps, err := dependents.New(dependents.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount,
@@ -79,7 +84,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		ProvisionedPVs:     provisionedPVs.Lister(),
 		PhysicalConfigMaps: copies.ConfigMaps().Lister(), PhysicalSecrets: physicalSecrets.Lister(),
 		PhysicalPVCs: copies.PersistentVolumeClaims().Lister(), PhysicalPVs: physicalPVs.Lister(),
-		Recorder: p.Recorder,
+		Allowances: allowed, Recorder: p.Recorder,
 	})
 	if err != nil {
 		return nil, err
@@ -96,6 +101,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		ResourceQuotas:    ph.Kube(informers.Scope{Namespace: mount}).Core().V1().ResourceQuotas(),
 		SyncDaemonSetPods: e.opts.SyncDaemonSetPods,
 		HostPorts:         hostPorts,
+		Allowances:        allowed, AllowancesSynced: policies.Informer().HasSynced,
 	})
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/syncer/allowances"
 )
 
 // Options are the dependencies of a Syncer; all are required.
@@ -60,6 +61,11 @@ type Options struct {
 	PhysicalPVCs       corev1listers.PersistentVolumeClaimLister
 	PhysicalPVs        corev1listers.PersistentVolumeLister
 
+	// Allowances say which PersistentVolume sources the lender lets the
+	// binding copy (ResourceLeasingPolicy.spec.allowances). Optional:
+	// without them none beyond the defaults.
+	Allowances *allowances.Source
+
 	// Recorder records events on virtual objects, so it must write to the
 	// virtual cluster.
 	Recorder record.EventRecorder
@@ -82,6 +88,8 @@ type Syncer struct {
 	owner          ownership.Owner
 	mountNamespace string
 	recorder       record.EventRecorder
+	// allowances: nil allows nothing beyond the defaults.
+	allowances *allowances.Source
 
 	configMaps *kind[*corev1.ConfigMap]
 	secrets    *kind[*corev1.Secret]
@@ -112,7 +120,7 @@ func New(opts Options) (*Syncer, error) {
 	}
 	physicalSecrets := func(ns string) client[*corev1.Secret] { return p.Secrets(ns) }
 	return &Syncer{
-		clusterID: opts.ClusterID, mountNamespace: opts.MountNamespace, recorder: opts.Recorder,
+		clusterID: opts.ClusterID, mountNamespace: opts.MountNamespace, recorder: opts.Recorder, allowances: opts.Allowances,
 		owner:      ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
 		configMaps: remembering(configMapKind(opts, v, p)),
 		now:        opts.now(),

@@ -23,6 +23,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/hostports"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/syncer/allowances"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/unseen"
 )
 
@@ -135,6 +136,13 @@ type Options struct {
 	// not created (ConditionPhysicalPodCreated False, ReasonHostPortInUse)
 	// until it is freed. Optional.
 	HostPorts HostPorts
+	// Allowances say what the lender lets the binding's pods use beyond
+	// the defaults (ResourceLeasingPolicy.spec.allowances). Optional:
+	// without them nothing is allowed beyond the defaults.
+	Allowances *allowances.Source
+	// AllowancesSynced, with Allowances, tells that the policies they are
+	// read from have synced: no pod is judged before.
+	AllowancesSynced cache.InformerSynced
 }
 
 // Controller reconciles virtual pods, keyed by namespace/name.
@@ -177,6 +185,8 @@ type Controller struct {
 	// hostPorts and portWaits: nil without Options.HostPorts.
 	hostPorts HostPorts
 	portWaits *portWaits
+	// allowances: nil allows nothing beyond the defaults.
+	allowances *allowances.Source
 }
 
 // New builds the controller and registers its event handlers and index; it
@@ -214,6 +224,7 @@ func New(opts Options) (*Controller, error) {
 		podSecurity:       podSecurity,
 		refusals:          newRefusals(),
 		syncDaemonSetPods: opts.SyncDaemonSetPods,
+		allowances:        opts.Allowances,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -235,6 +246,9 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.HostPorts != nil {
 		synced = append(synced, opts.HostPorts.HasSynced)
+	}
+	if opts.AllowancesSynced != nil {
+		synced = append(synced, opts.AllowancesSynced)
 	}
 	c.Controller = controller.New(controller.Options[cache.ObjectName]{
 		Name:      Name,
