@@ -17,10 +17,10 @@ import (
 // node's subresource. Anonymous requests are refused.
 type Auth = serving.Auth
 
-// check authenticates r and authorizes it on node. It returns nil, or a
-// requestError with 401 or 403.
-func check(a *Auth, r *http.Request, node string) (user.Info, error) {
-	u, err := a.Check(r, func(u user.Info) authorizer.AttributesRecord { return requestAttributes(u, r, node) })
+// check authenticates r and authorizes it on node for the operation op
+// that serves it. It returns nil, or a requestError with 401 or 403.
+func check(a *Auth, r *http.Request, node, op string) (user.Info, error) {
+	u, err := a.Check(r, func(u user.Info) authorizer.AttributesRecord { return requestAttributes(u, r, node, op) })
 	if err != nil {
 		return nil, &requestError{Code: err.Code, Message: err.Message}
 	}
@@ -29,11 +29,12 @@ func check(a *Auth, r *http.Request, node string) (user.Info, error) {
 
 // requestAttributes maps a request to the node subresource a kubelet
 // checks for it: stats, metrics, log (node logs), and proxy for the rest
-// (container logs, exec, attach, port-forward included).
-func requestAttributes(u user.Info, r *http.Request, node string) authorizer.AttributesRecord {
+// (container logs, exec, attach, port-forward included), with the verb of
+// the method, except for streams (see verbOf).
+func requestAttributes(u user.Info, r *http.Request, node, op string) authorizer.AttributesRecord {
 	return authorizer.AttributesRecord{
 		User:            u,
-		Verb:            serving.VerbOf(r.Method),
+		Verb:            verbOf(r.Method, op),
 		Namespace:       "",
 		APIGroup:        "",
 		APIVersion:      "v1",
@@ -43,6 +44,26 @@ func requestAttributes(u user.Info, r *http.Request, node string) authorizer.Att
 		ResourceRequest: true,
 		Path:            r.URL.Path,
 	}
+}
+
+// verbOf is create for exec, attach and port-forward whatever the method:
+// they run commands in a container or reach its ports, and a WebSocket
+// client opens them with a GET, so the verb of the method would let
+// anyone with get nodes/proxy (a common grant of monitoring identities)
+// run commands in every pod of the node. Other paths take the verb of the
+// method, as a kubelet does. The verb follows the handler that serves
+// the request, not a reading of its path.
+func verbOf(method, op string) string {
+	if isStream(op) {
+		return "create"
+	}
+	return serving.VerbOf(method)
+}
+
+// isStream tells the operations that hand the connection over to a
+// stream.
+func isStream(op string) bool {
+	return op == opExec || op == opAttach || op == opPortForward
 }
 
 func subresourceOf(path string) string {

@@ -96,6 +96,10 @@ type Options struct {
 	Metrics      *Metrics
 	// Recorder, when set, records refused requests on virtual pods.
 	Recorder record.EventRecorder
+	// StreamIdleTimeout closes an exec, attach or port-forward stream
+	// that carried no byte either way for that long; 0 is
+	// DefaultStreamIdleTimeout.
+	StreamIdleTimeout time.Duration
 }
 
 // Server keeps one kubelet API listener per virtual node of a binding.
@@ -111,7 +115,10 @@ type Server struct {
 type listener struct {
 	port   int
 	server *http.Server
-	done   chan struct{}
+	// sessions are the streams of the listener, which outlive
+	// server.Close.
+	sessions *sessions
+	done     chan struct{}
 }
 
 // New builds the server and registers for node events; Run serves.
@@ -141,7 +148,8 @@ func (s *Server) poke() {
 	}
 }
 
-// Run serves until ctx ends, then closes every listener.
+// Run serves until ctx ends, then closes every listener and its streams;
+// it returns once their handlers have.
 func (s *Server) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("kubelet-api")
 	ctx = klog.NewContext(ctx, logger)
@@ -217,6 +225,7 @@ func (s *Server) start(ctx context.Context, node string, port int) error {
 	tlsConfig.NextProtos = []string{"http/1.1"}
 	ns := &nodeServer{
 		node: node, auth: s.opts.Auth, resolver: s.resolver, physical: s.opts.Physical, streams: s.streams,
+		sessions:     newSessions(s.opts.StreamIdleTimeout, s.opts.Metrics),
 		virtualNodes: s.opts.VirtualNodes.Lister(), statsEnabled: s.opts.StatsEnabled, metrics: s.opts.Metrics,
 	}
 	server := &http.Server{
@@ -224,7 +233,7 @@ func (s *Server) start(ctx context.Context, node string, port int) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	l := &listener{port: port, server: server, done: make(chan struct{})}
+	l := &listener{port: port, server: server, sessions: ns.sessions, done: make(chan struct{})}
 	s.listeners[node] = l
 	go func() {
 		defer close(l.done)
@@ -236,14 +245,18 @@ func (s *Server) start(ctx context.Context, node string, port int) error {
 	return nil
 }
 
-// stop closes a node's listener and its connections; requests in flight
-// end with their contexts.
+// stop closes a node's listener and its connections, its streams too
+// (exec, attach and port-forward of a node that went, or on a port that
+// moved, must not go on), and waits for the streams' handlers; other
+// requests in flight end with their contexts.
 func (s *Server) stop(ctx context.Context, node string) {
 	l := s.listeners[node]
 	delete(s.listeners, node)
 	if err := l.server.Close(); err != nil {
 		klog.FromContext(ctx).Error(err, "Closing a kubelet API listener", "node", klog.KRef("", node))
 	}
+	streams := l.sessions.len()
+	l.sessions.closeAll()
 	<-l.done
-	klog.FromContext(ctx).V(2).Info("Stopped the kubelet API listener of a virtual node", "node", klog.KRef("", node), "port", l.port)
+	klog.FromContext(ctx).V(2).Info("Stopped the kubelet API listener of a virtual node", "node", klog.KRef("", node), "port", l.port, "closedStreams", streams)
 }

@@ -23,6 +23,7 @@ type Metrics struct {
 	physicalErrors *prometheus.CounterVec
 	openStreams    *prometheus.GaugeVec
 	bytes          *prometheus.CounterVec
+	streamsClosed  *prometheus.CounterVec
 	// Of the serving certificate issued through CertificateSigningRequests.
 	certificateRenewFailures prometheus.Counter
 	certificateRotations     prometheus.Histogram
@@ -48,6 +49,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "kubeocean_kubelet_api_bytes_total",
 			Help: "Bytes served by the kubelet API (both directions for exec, attach and port-forward), by operation.",
 		}, []string{"operation"}),
+		streamsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubeocean_kubelet_api_streams_closed_total",
+			Help: "Exec, attach and port-forward streams the kubelet API closed itself, by reason: idle (no byte either way for the idle timeout) or listener-stopped (the virtual node went, its port moved, or the syncer stopped).",
+		}, []string{"reason"}),
 		certificateRenewFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kubeocean_kubelet_api_serving_certificate_renewal_failures_total",
 			Help: "Failed attempts to get the kubelet API's serving certificate through a CertificateSigningRequest.",
@@ -69,6 +74,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if err == nil {
 		m.bytes, err = register(reg, m.bytes)
+	}
+	if err == nil {
+		m.streamsClosed, err = register(reg, m.streamsClosed)
 	}
 	if err == nil {
 		m.certificateRenewFailures, err = register(reg, m.certificateRenewFailures)

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
@@ -24,6 +25,7 @@ type nodeServer struct {
 	resolver     *resolver
 	physical     kubernetes.Interface
 	streams      *streamProxy
+	sessions     *sessions
 	virtualNodes corelisters.NodeLister
 	statsEnabled bool
 	metrics      *Metrics
@@ -42,7 +44,11 @@ func (s *nodeServer) handler() http.Handler {
 		{"/portForward/{namespace}/{pod}", opPortForward, "portforward"},
 		{"/portForward/{namespace}/{pod}/{uid}", opPortForward, "portforward"},
 	} {
-		s.route(mux, op.path, op.op, s.stream(op.op, op.sub))
+		// Only GET (WebSocket) and POST (SPDY) open a stream; the mux
+		// answers 405 to the other methods of these paths.
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			s.route(mux, method+" "+op.path, op.op, s.stream(op.op, op.sub))
+		}
 	}
 	s.route(mux, "GET /stats/summary", opStats, func(w http.ResponseWriter, r *http.Request) error {
 		return s.serveStats(w, r, "stats/summary")
@@ -66,7 +72,11 @@ func (s *nodeServer) route(mux *http.ServeMux, pattern, op string, serve func(ht
 		logger := klog.FromContext(r.Context()).WithValues("node", s.node, "operation", op)
 		r = r.WithContext(klog.NewContext(r.Context(), logger))
 
-		u, err := check(s.auth, r, s.node)
+		var u user.Info
+		err := allowedMethod(r, op)
+		if err == nil {
+			u, err = check(s.auth, r, s.node, op)
+		}
 		if err == nil {
 			logger.V(4).Info("Kubelet API request", "user", u.GetName(), "path", r.URL.Path)
 			streams := s.metrics.openStreams.WithLabelValues(op)
@@ -78,6 +88,16 @@ func (s *nodeServer) route(mux *http.ServeMux, pattern, op string, serve func(ht
 			s.answer(recorder, r, op, err)
 		}
 	})
+}
+
+// allowedMethod refuses HEAD on the stream paths: their GET patterns
+// match it too, and it opens no stream. (The mux answers the other
+// methods.)
+func allowedMethod(r *http.Request, op string) error {
+	if isStream(op) && r.Method != http.MethodGet && r.Method != http.MethodPost {
+		return &requestError{Code: http.StatusMethodNotAllowed, Message: "exec, attach and port-forward take GET or POST"}
+	}
+	return nil
 }
 
 // answer writes err as the response: its code and message for a
@@ -95,16 +115,22 @@ func (s *nodeServer) answer(w http.ResponseWriter, r *http.Request, op string, e
 }
 
 // stream serves exec, attach or port-forward by proxying to subresource of
-// the physical pod.
+// the physical pod. The stream is one of the listener's sessions, closed
+// when idle or when the listener stops.
 func (s *nodeServer) stream(op, subresource string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		if !s.sessions.begin() {
+			return &requestError{Code: http.StatusServiceUnavailable, Message: "the kubelet API of node " + s.node + " is stopping"}
+		}
+		defer s.sessions.end()
 		container := r.PathValue("container")
 		target, err := s.resolver.pod(s.node, r.PathValue("namespace"), r.PathValue("pod"), container)
 		if err != nil {
 			return err
 		}
 		bytes := s.metrics.bytes.WithLabelValues(op)
-		counted := hijackCounter{ResponseWriter: w, count: func(n int) { bytes.Add(float64(n)) }}
+		tracked := sessionWriter{ResponseWriter: w, sessions: s.sessions, logger: klog.FromContext(r.Context())}
+		counted := hijackCounter{ResponseWriter: tracked, count: func(n int) { bytes.Add(float64(n)) }}
 		s.streams.serve(counted, r, target, subresource, container, errorResponder{op: op, target: target, metrics: s.metrics})
 		return nil
 	}

@@ -98,7 +98,7 @@ func newTestNodeServer(t *testing.T, seen *[]authorizer.Attributes, pods ...*cor
 	}
 	physical := fake.NewClientset()
 	return &nodeServer{
-		node: testNode, auth: testAuth(seen), physical: physical, metrics: metrics,
+		node: testNode, auth: testAuth(seen), physical: physical, metrics: metrics, sessions: newSessions(0, metrics),
 		resolver: &resolver{virtualPods: corelisters.NewPodLister(indexer), physicalPods: corelisters.NewPodLister(physicalPods), mountNamespace: testMount},
 	}, physical
 }
@@ -187,10 +187,54 @@ func TestRequestAttributes(t *testing.T) {
 		"/healthz":             "proxy",
 	} {
 		r := httptest.NewRequest(http.MethodPost, path, nil)
-		attrs := requestAttributes(&user.DefaultInfo{Name: "u"}, r, testNode)
+		attrs := requestAttributes(&user.DefaultInfo{Name: "u"}, r, testNode, opLogs)
 		if attrs.Subresource != want || attrs.Resource != "nodes" || attrs.Name != testNode || attrs.Verb != "create" {
 			t.Errorf("%s: got %s/%s %s %s, want nodes/%s create", path, attrs.Resource, attrs.Subresource, attrs.Name, attrs.Verb, want)
 		}
+	}
+}
+
+// TestAuthorizationOfEachRoute sends every method to every path and checks
+// what was authorized: exec, attach and port-forward as create on
+// nodes/proxy whatever the method, only GET and POST (others 405, before
+// any review); the other paths with the verb of the method.
+func TestAuthorizationOfEachRoute(t *testing.T) {
+	var seen []authorizer.Attributes
+	s, _ := newTestNodeServer(t, &seen)
+	handler := s.handler()
+	streams := []string{"/exec/a/web/app", "/exec/a/web/uid-1/app", "/attach/a/web/app", "/attach/a/web/uid-1/app", "/portForward/a/web", "/portForward/a/web/uid-1"}
+	others := map[string]string{"/containerLogs/a/web/app": "proxy", "/stats/summary": "stats", "/metrics/resource": "metrics", "/healthz": "proxy"}
+	methods := []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodHead}
+	check := func(method, path string, wantCode int, wantVerb, wantSub string) {
+		t.Helper()
+		seen = nil
+		r := httptest.NewRequest(method, path, nil)
+		r.Header.Set("Authorization", "Bearer nobody")
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, r)
+		if w.Code != wantCode {
+			t.Errorf("%s %s: %d %q, want %d", method, path, w.Code, w.Body.String(), wantCode)
+		}
+		switch {
+		case wantVerb == "" && len(seen) != 0:
+			t.Errorf("%s %s: authorized %v, want no review", method, path, seen)
+		case wantVerb != "" && (len(seen) != 1 || seen[0].GetVerb() != wantVerb || seen[0].GetResource() != "nodes" ||
+			seen[0].GetSubresource() != wantSub || seen[0].GetName() != testNode):
+			t.Errorf("%s %s: authorized %v, want %s nodes/%s %s", method, path, seen, wantVerb, wantSub, testNode)
+		}
+	}
+	for _, path := range streams {
+		for _, method := range methods {
+			if method == http.MethodGet || method == http.MethodPost {
+				check(method, path, http.StatusForbidden, "create", "proxy")
+			} else {
+				check(method, path, http.StatusMethodNotAllowed, "", "")
+			}
+		}
+	}
+	for path, sub := range others {
+		check(http.MethodGet, path, http.StatusForbidden, "get", sub)
+		check(http.MethodPut, path, http.StatusMethodNotAllowed, "", "")
 	}
 }
 
