@@ -1,10 +1,11 @@
 // Command chartgen writes the generated parts of the Helm charts under
 // manifests/charts from the plain manifests (manifests/crds, manifests/rbac,
-// manifests/deploy), which stay the one source of truth: kubectl apply -k,
-// the demo and the RBAC audit of test/e2e read them, and the charts are
-// rendered from them with the values put where the plain manifests hold a
-// fixed choice (images, the syncer mode, resources, the mount namespace and
-// its Pod Security levels).
+// manifests/deploy, manifests/admission), which stay the one source of
+// truth: kubectl apply -k, the demo and the RBAC audit of test/e2e read
+// them, and the charts are rendered from them with the values put where the
+// plain manifests hold a fixed choice (images, the syncer mode, resources,
+// the mount namespace and its Pod Security levels, Kubeocean's namespace
+// in the admission policies).
 //
 // Run it through hack/update-charts.sh; hack/verify-charts.sh fails when a
 // chart no longer matches the manifests. Chart.yaml, values.yaml,
@@ -182,7 +183,10 @@ func renderVirtual(manifests string, files map[string][]byte) error {
 		}
 		put(files, virtualChart, "rbac/in-process/"+res, out)
 	}
-	return renderDeploy(manifests, files)
+	if err := renderDeploy(manifests, files); err != nil {
+		return err
+	}
+	return renderAdmission(manifests, files)
 }
 
 // renderDeploy: the manager and the ConfigMap of syncer templates that
@@ -217,6 +221,38 @@ func renderDeploy(manifests string, files map[string][]byte) error {
 			return err
 		}
 		files[templatePath(virtualChart, "deploy/"+gen.Name+".yaml")] = join("deploy/kustomization.yaml (configMapGenerator "+gen.Name+")", []string{cm})
+	}
+	return nil
+}
+
+// renderAdmission: manifests/admission, with Kubeocean's namespace taken
+// from the chart wherever the policies name it (its ServiceAccounts'
+// user names), so that they follow the namespace the chart installs into.
+func renderAdmission(manifests string, files map[string][]byte) error {
+	dir := filepath.Join(manifests, "admission")
+	k, err := readKustomization(dir)
+	if err != nil {
+		return err
+	}
+	for _, res := range k.resources {
+		docs, err := readDocuments(filepath.Join(dir, res))
+		if err != nil {
+			return err
+		}
+		var out []string
+		refs := 0
+		for _, d := range docs {
+			body := escapeTemplates(d.text)
+			substituted := substituteSystemNamespace(body)
+			if substituted != body {
+				refs++
+			}
+			out = append(out, substituted)
+		}
+		if refs == 0 {
+			return fmt.Errorf("admission/%s names no namespace %s; update chartgen", res, systemNamespace)
+		}
+		put(files, virtualChart, "admission/"+res, out)
 	}
 	return nil
 }

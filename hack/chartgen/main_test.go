@@ -56,3 +56,15 @@ func TestSubstituteManagerRefusesUnknownShape(t *testing.T) {
 		t.Error("a manager without the Kubeocean images: want an error")
 	}
 }
+
+func TestSubstituteSystemNamespace(t *testing.T) {
+	in := "# kubeocean-system stays in comments\n" +
+		"expression: request.userInfo.username == 'system:serviceaccount:kubeocean-system:kubeocean-syncer'\n" +
+		"other: kubeocean-system-2 && request.namespace != 'kubeocean-system'\n"
+	want := "# kubeocean-system stays in comments\n" +
+		`expression: request.userInfo.username == 'system:serviceaccount:{{ include "kubeocean.namespace" . }}:kubeocean-syncer'` + "\n" +
+		`other: kubeocean-system-2 && request.namespace != '{{ include "kubeocean.namespace" . }}'` + "\n"
+	if got := substituteSystemNamespace(in); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -147,12 +147,28 @@ var mountNamespaceRef = regexp.MustCompile(`(^|[^a-z0-9.-])` + regexp.QuoteMeta(
 // substituteMountNamespace replaces the mount namespace everywhere but in
 // comments.
 func substituteMountNamespace(text string) string {
+	return replaceOutsideComments(text, mountNamespaceRef, "${1}{{ .Values.mountNamespace.name }}${2}")
+}
+
+// systemNamespaceRef is Kubeocean's namespace as a whole word of a YAML
+// value, e.g. in system:serviceaccount:kubeocean-system:kubeocean-syncer.
+var systemNamespaceRef = regexp.MustCompile(`(^|[^a-z0-9.-])` + regexp.QuoteMeta(systemNamespace) + `([^a-z0-9.-]|$)`)
+
+// substituteSystemNamespace replaces Kubeocean's namespace by the chart's
+// everywhere but in comments.
+func substituteSystemNamespace(text string) string {
+	return replaceOutsideComments(text, systemNamespaceRef, "${1}{{ include \"kubeocean.namespace\" . }}${2}")
+}
+
+// replaceOutsideComments replaces re by repl in every line that is not a
+// comment.
+func replaceOutsideComments(text string, re *regexp.Regexp, repl string) string {
 	lines := strings.Split(text, "\n")
 	for i, line := range lines {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
 			continue
 		}
-		lines[i] = mountNamespaceRef.ReplaceAllString(line, "${1}{{ .Values.mountNamespace.name }}${2}")
+		lines[i] = re.ReplaceAllString(line, repl)
 	}
 	return strings.Join(lines, "\n")
 }
