@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
@@ -50,6 +51,10 @@ type KubeletOptions struct {
 	// NodeStats serves stats/summary and metrics/resource; it needs
 	// nodes/proxy in the physical cluster.
 	NodeStats bool
+	// StreamIdleTimeout closes exec, attach and port-forward streams that
+	// carried no byte for that long; 0 is
+	// kubeletapi.DefaultStreamIdleTimeout.
+	StreamIdleTimeout time.Duration
 
 	// ports is shared by every copy of the options, so that the syncers of
 	// one process never give two nodes the same port. Set by Complete.
@@ -58,7 +63,7 @@ type KubeletOptions struct {
 
 // NewKubeletOptions returns the defaults.
 func NewKubeletOptions() KubeletOptions {
-	return KubeletOptions{PortRange: DefaultKubeletPortRange, NodeStats: true}
+	return KubeletOptions{PortRange: DefaultKubeletPortRange, NodeStats: true, StreamIdleTimeout: kubeletapi.DefaultStreamIdleTimeout}
 }
 
 // AddFlags registers the kubelet API flags on fs.
@@ -73,6 +78,8 @@ func (o *KubeletOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KeyFile, "kubelet-tls-private-key-file", o.KeyFile, "Private key of --kubelet-tls-cert-file.")
 	fs.BoolVar(&o.NodeStats, "kubelet-node-stats", o.NodeStats,
 		"Serve stats/summary and metrics/resource of virtual nodes from the physical nodes' (needs nodes/proxy in the physical cluster).")
+	fs.DurationVar(&o.StreamIdleTimeout, "kubelet-streaming-connection-idle-timeout", o.StreamIdleTimeout,
+		"Close an exec, attach or port-forward stream of the kubelet API that carried no byte either way for this long (the kubelet's --streaming-connection-idle-timeout, whose default it shares); 0 is that default. Streams cannot be kept open forever.")
 }
 
 // Complete checks the options and builds the process-wide port allocator.
@@ -83,6 +90,9 @@ func (o *KubeletOptions) Complete() error {
 	}
 	if err := o.completeCertSource(); err != nil {
 		return err
+	}
+	if o.StreamIdleTimeout < 0 {
+		return fmt.Errorf("--kubelet-streaming-connection-idle-timeout must not be negative, not %s", o.StreamIdleTimeout)
 	}
 	var first, last int
 	if _, err := fmt.Sscanf(strings.TrimSpace(o.PortRange), "%d-%d", &first, &last); err != nil {
@@ -158,6 +168,11 @@ func kubeletAPI(e *syncerEnv) (*kubeletapi.Server, *kubeletapi.Endpoints, error)
 	if err != nil {
 		return nil, nil, err
 	}
+	// Anyone who reaches a node's port can send bearer tokens: the token
+	// cache's figures show what a flood of them costs.
+	if err := auth.RegisterMetrics(e.process.Registry); err != nil {
+		return nil, nil, err
+	}
 	cert, err := o.servingCertificate(e, metrics)
 	if err != nil {
 		return nil, nil, err
@@ -171,7 +186,7 @@ func kubeletAPI(e *syncerEnv) (*kubeletapi.Server, *kubeletapi.Endpoints, error)
 		VirtualPods:  e.virtualInformers.Kube(e.virtualPodScope()).Core().V1().Pods().Lister(),
 		PhysicalPods: e.physicalPods().Lister(), PhysicalPodsOn: physicalPodsOn(e.physicalPodRecords().GetStore()),
 		Physical: e.physical.Kube, PhysicalConfig: streamingConfig(e.physicalConfig),
-		StatsEnabled: o.NodeStats, Metrics: metrics, Recorder: e.process.Recorder,
+		StatsEnabled: o.NodeStats, Metrics: metrics, Recorder: e.process.Recorder, StreamIdleTimeout: o.StreamIdleTimeout,
 	})
 	return server, endpoints, err
 }

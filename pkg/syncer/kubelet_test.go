@@ -1,6 +1,11 @@
 package syncer
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
 
 // TestKubeletPortsAreProcessWide: the manager completes its options once
 // and copies them per in-process syncer; every copy must hand out ports
@@ -62,5 +67,26 @@ func TestKubeletCertSource(t *testing.T) {
 				t.Errorf("source %q (%v), want %q", tt.opts.CertSource, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestKubeletStreamIdleTimeoutFlag: the kubelet's default, set by the flag
+// and handed to the kubelet API; a negative one is refused.
+func TestKubeletStreamIdleTimeoutFlag(t *testing.T) {
+	opts := NewKubeletOptions()
+	if opts.StreamIdleTimeout != 4*time.Hour {
+		t.Errorf("default %s, want the kubelet's 4h", opts.StreamIdleTimeout)
+	}
+	fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
+	opts.AddFlags(fs)
+	if err := fs.Parse([]string{"--kubelet-streaming-connection-idle-timeout=30m"}); err != nil {
+		t.Fatal(err)
+	}
+	if opts.StreamIdleTimeout != 30*time.Minute {
+		t.Errorf("--kubelet-streaming-connection-idle-timeout=30m gives %s", opts.StreamIdleTimeout)
+	}
+	bad := KubeletOptions{Address: "10.0.0.1", PortRange: "20000-20001", StreamIdleTimeout: -time.Second}
+	if err := bad.Complete(); err == nil {
+		t.Error("a negative idle timeout: want an error")
 	}
 }
