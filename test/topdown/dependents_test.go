@@ -26,6 +26,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/configmap"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents/dependentstest"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pv"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pvc"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/secret"
@@ -252,7 +253,9 @@ func (e *dependentsEnv) runControllers() *dependents.Syncer {
 		VirtualPVCs: vm.PersistentVolumeClaims().Lister(), VirtualPVs: vm.PersistentVolumes().Lister(),
 		PhysicalConfigMaps: pm.ConfigMaps().Lister(), PhysicalSecrets: pm.Secrets().Lister(),
 		PhysicalPVCs: pm.PersistentVolumeClaims().Lister(), PhysicalPVs: pvs.Lister(),
-		Recorder: recorder,
+		// The lender allows the CSI driver of createBoundClaim's volume.
+		Allowances: dependentstest.Allowing(&kubeoceanv1alpha1.WorkloadAllowances{CSIDrivers: []string{"disk.csi.example.com"}}),
+		Recorder:   recorder,
 	})
 	e.must(nil, err)
 	cms, err := configmap.New(configmap.Options{ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, Syncer: s, PhysicalPods: pm.Pods(),

@@ -86,11 +86,17 @@ const ConflictRecheck = 2 * time.Minute
 
 // ResultOf turns the error of an Ensure or Release call into a controller
 // result: a conflict is rechecked after ConflictRecheck instead of with
-// backoff, everything else is returned as is.
+// backoff; a volume source the lender does not allow is not retried (the
+// pods that need the volume come back when the policies change);
+// everything else is returned as is.
 func ResultOf(err error) (controller.Result, error) {
 	var conflict *ConflictError
 	if errors.As(err, &conflict) {
 		return controller.RequeueAfter(ConflictRecheck), nil
+	}
+	var refused *VolumeSourceError
+	if errors.As(err, &refused) {
+		return controller.Result{}, controller.Terminal(err)
 	}
 	return controller.Result{}, err
 }

@@ -32,6 +32,12 @@ const annotationProvisionedBy = "pv.kubernetes.io/provisioned-by"
 // and a second physical PV for one volume would break the drivers that
 // attach and mount per PV. It returns the holder's name and true for a
 // volume of this binding; false for any other volume, which is copied.
+//
+// The virtual PV's annotations are only a claim: whoever may create PVs
+// in the virtual cluster can write them. The proof is the holder, which
+// only this binding writes: it must record the very claim (by UID) and
+// hold the physical volume the PV names, so a forged PV can neither pass
+// for provisioned storage nor lead a pod to another claim's holder.
 func (s *Syncer) holderOf(ctx context.Context, claim *corev1.PersistentVolumeClaim) (string, bool, error) {
 	pv, err := s.pvs.virtual.fresh(ctx, "", claim.Spec.VolumeName)
 	if apierrors.IsNotFound(err) {
@@ -57,6 +63,7 @@ func (s *Syncer) holderOf(ctx context.Context, claim *corev1.PersistentVolumeCla
 	case err != nil:
 		return "", true, fmt.Errorf("reading holder claim %s/%s: %w", s.mountNamespace, holder, err)
 	case !s.owner.Owns(held) || held.Labels[provision.LabelHolder] != "true" ||
+		held.Annotations[provision.AnnotationClaimUID] != string(claim.UID) ||
 		held.Spec.VolumeName != pv.Annotations[provision.AnnotationPhysicalVolume]:
 		return "", true, &NotReadyError{Kind: KindPVC, Namespace: claim.Namespace, Name: claim.Name, Reason: ReasonHolderMissing}
 	}

@@ -26,7 +26,8 @@ func provisioned() (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume, *co
 	}
 	return claim, pv, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: mountNS, Name: holder,
-			Labels: dependentstest.Owner.Stamp(map[string]string{provision.LabelHolder: "true"})},
+			Labels:      dependentstest.Owner.Stamp(map[string]string{provision.LabelHolder: "true"}),
+			Annotations: map[string]string{provision.AnnotationClaimUID: string(claim.UID)}},
 		Spec:   corev1.PersistentVolumeClaimSpec{VolumeName: "local-1"},
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
 	}
@@ -59,6 +60,15 @@ func TestEnsurePVCOfAProvisionedVolumeNotReady(t *testing.T) {
 		"holder of another volume": {
 			edit: func(_ *corev1.PersistentVolume, h *corev1.PersistentVolumeClaim) []runtime.Object {
 				h.Spec.VolumeName = "local-2"
+				return []runtime.Object{h}
+			},
+			kind: dependents.KindPVC, reason: dependents.ReasonHolderMissing,
+		},
+		// A PV forged to name another claim's holder and volume, which
+		// the names of cluster-scoped PVs give away.
+		"holder of another claim": {
+			edit: func(_ *corev1.PersistentVolume, h *corev1.PersistentVolumeClaim) []runtime.Object {
+				h.Annotations[provision.AnnotationClaimUID] = "uid-pvc-victim"
 				return []runtime.Object{h}
 			},
 			kind: dependents.KindPVC, reason: dependents.ReasonHolderMissing,

@@ -22,21 +22,22 @@ func PhysicalPVName(name string) string { return naming.PhysicalName("", name) }
 // Bound and name its volume, so until then a NotReadyError gives the pod's
 // pending reason. A claim of a volume the binding provisioned is not
 // copied: its name is that of the holder claim that keeps the volume in
-// the mount namespace (see holderOf).
+// the mount namespace (see holderOf). A volume whose source the lender
+// does not allow gives a *VolumeSourceError before anything is marked or
+// copied.
 func (s *Syncer) EnsurePVC(ctx context.Context, namespace, name string) (string, error) {
 	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
-	pvc, err := virtualObject(ctx, s.pvcs, namespace, name)
+	pvc, err := boundClaim(ctx, s, namespace, name)
 	if err != nil {
 		return "", err
 	}
-	if pvc.Status.Phase != corev1.ClaimBound {
-		return "", &NotReadyError{Kind: KindPVC, Namespace: namespace, Name: name, Reason: ReasonPVCNotBound}
-	}
-	if pvc.Spec.VolumeName == "" {
-		return "", &NotReadyError{Kind: KindPVC, Namespace: namespace, Name: name, Reason: ReasonPVCNoVolumeName}
-	}
 	if holder, ok, err := s.holderOf(ctx, pvc); ok || err != nil {
 		return holder, err
+	}
+	// Judged before the claim is marked: a refused volume leaves both
+	// objects as the user wrote them.
+	if _, err := s.boundVolume(ctx, pvc); err != nil {
+		return "", err
 	}
 	// The claim is marked before its volume, so the PV controller, which
 	// keeps a PV copied while a marked claim names it, never sees the
@@ -53,7 +54,10 @@ func (s *Syncer) EnsurePVC(ctx context.Context, namespace, name string) (string,
 
 // EnsurePV makes the physical copy of the virtual PV name exist and match,
 // with its CSI node-publish Secret; it returns the physical PV's name. The
-// PV must be bound to a claim.
+// PV must be bound to a claim, and have a source the lender allows (else a
+// *VolumeSourceError). A copy made while the source was allowed is kept:
+// pods may use it, and a lender who withdraws an allowance stops new
+// copies, not running workloads.
 func (s *Syncer) EnsurePV(ctx context.Context, name string) (string, error) {
 	return s.ensurePV(ctx, name, nil)
 }
@@ -68,6 +72,9 @@ func (s *Syncer) ensurePV(ctx context.Context, name string, claim *corev1.Persis
 	ref := pv.Spec.ClaimRef
 	if ref == nil || (claim != nil && (ref.Namespace != claim.Namespace || ref.Name != claim.Name)) {
 		return "", &NotReadyError{Kind: KindPV, Name: name, Reason: ReasonPVNotBoundToClaim}
+	}
+	if err := s.admit(pv, claim); err != nil {
+		return "", err
 	}
 	if pv, err = ensureMarked(ctx, s, s.pvs, pv, at, false); err != nil {
 		return "", err

@@ -23,7 +23,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/syncer/allowances"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 )
 
@@ -53,10 +55,36 @@ type Env struct {
 	virtualPodsAndNodes []runtime.Object
 }
 
+// Binding names the binding's ClusterBinding, which its
+// ResourceLeasingPolicies name.
+const Binding = "binding-c1"
+
+// DefaultAllowances are what the binding's policy allows in an Env made by
+// New: the CSI driver of the volumes built here.
+var DefaultAllowances = kubeoceanv1alpha1.WorkloadAllowances{CSIDrivers: []string{CSIDriver}}
+
+// Allowing is the allowances of one policy of Binding that allows allowed;
+// nil allows nothing beyond the defaults.
+func Allowing(allowed *kubeoceanv1alpha1.WorkloadAllowances) *allowances.Source {
+	policies := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = policies.Add(&kubeoceanv1alpha1.ResourceLeasingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: Binding},
+		Spec:       kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: Binding, Allowances: allowed},
+	})
+	return allowances.NewSource(kubeoceanlisters.NewResourceLeasingPolicyLister(policies), Binding)
+}
+
 // New builds an Env whose clusters hold virtual and physical objects; the
 // caches are filled from them (SyncCaches). Virtual pods and nodes go to
 // the pod and node caches only; the binding's node Node is always there.
+// The binding's policy allows DefaultAllowances.
 func New(t *testing.T, virtual, physical []runtime.Object) *Env {
+	t.Helper()
+	return NewAllowing(t, virtual, physical, Allowing(&DefaultAllowances))
+}
+
+// NewAllowing is New with the binding's allowances read from allowed.
+func NewAllowing(t *testing.T, virtual, physical []runtime.Object, allowed *allowances.Source) *Env {
 	t.Helper()
 	e := &Env{
 		t: t, Recorder: record.NewFakeRecorder(20),
@@ -88,7 +116,7 @@ func New(t *testing.T, virtual, physical []runtime.Object) *Env {
 		VirtualPVCs: v.PersistentVolumeClaims().Lister(), VirtualPVs: v.PersistentVolumes().Lister(),
 		PhysicalConfigMaps: p.ConfigMaps().Lister(), PhysicalSecrets: p.Secrets().Lister(),
 		PhysicalPVCs: p.PersistentVolumeClaims().Lister(), PhysicalPVs: p.PersistentVolumes().Lister(),
-		Recorder: e.Recorder, Clock: e.Clock,
+		Allowances: allowed, Recorder: e.Recorder, Clock: e.Clock,
 	})
 	if err != nil {
 		t.Fatal(err)
