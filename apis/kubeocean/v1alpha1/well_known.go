@@ -56,6 +56,12 @@ const (
 	AnnotationVirtualPodNamespace = "kubeocean.io/virtual-pod-namespace"
 	AnnotationVirtualPodName      = "kubeocean.io/virtual-pod-name"
 	AnnotationVirtualPodUID       = "kubeocean.io/virtual-pod-uid"
+	// LabelVirtualNamespace on a physical pod is the namespace of its
+	// virtual pod (a namespace name always fits a label value). With
+	// LabelBindingUID it selects one binding's pods of one virtual
+	// namespace, which a tenant's own labels never can: they reach
+	// physical pods only translated (see package tenantmeta).
+	LabelVirtualNamespace = "kubeocean.io/virtual-namespace"
 
 	// Dependent-object mapping annotations (ConfigMaps, Secrets, PVCs, PVs).
 	AnnotationPhysicalName      = "kubeocean.io/physical-name"

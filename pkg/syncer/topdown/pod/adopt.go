@@ -21,7 +21,7 @@ import (
 // it names the pod's UID, so it fails on a pod recreated since. Once
 // stamped, the pod enters the scoped informer and is synced as any other.
 func (c *Controller) adopt(ctx context.Context, virtual, physical *corev1.Pod) error {
-	patch := updatePatch(physical, desiredState(virtual, c.owner))
+	patch := updatePatch(physical, c.desiredState(virtual))
 	if patch == nil {
 		return nil
 	}

@@ -25,8 +25,11 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 		// change.
 		return c.refuse(ctx, virtual, ReasonDaemonSetPodNotSynced, daemonSetPodMessage, false)
 	}
-	if message := c.podSecurityViolation(virtual, m, physicalNode); message != "" {
-		return c.refuse(ctx, virtual, ReasonPodSecurityViolation, message, true)
+	if reason, message := c.podSecurityViolation(ctx, virtual, m, physicalNode); reason != "" {
+		return c.refuse(ctx, virtual, reason, message, true)
+	}
+	if reason, message := c.specNotAllowed(virtual); reason != "" {
+		return c.refuse(ctx, virtual, reason, message, true)
 	}
 	if message := c.hostPortsInUse(virtual, physicalNode); message != "" {
 		return c.refuseForHostPorts(ctx, virtual, physicalNode, message)
@@ -58,6 +61,7 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 		names:          names,
 		plan:           plan,
 		apiServer:      c.apiServer,
+		allowed:        c.allowances.Current(),
 	})
 	created, err := c.physicalClient.Pods(c.mountNamespace).Create(ctx, pod, metav1.CreateOptions{})
 	switch {
@@ -76,22 +80,23 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 	return controller.Result{}, nil
 }
 
-// podSecurityViolation tells how the physical pod of virtual would break
-// the Pod Security level the mount namespace enforces; "" when it would not
-// or the level is not known (the namespace not cached: the create then
-// meets the physical cluster's own verdict).
-func (c *Controller) podSecurityViolation(virtual *corev1.Pod, m mapping, physicalNode string) string {
-	if c.mountNamespaces == nil {
-		return ""
+// podSecurityViolation tells why the physical pod of virtual must not be
+// sent for what it would let reach the physical node: a claim bound to a
+// volume whose source the lender does not allow
+// (ReasonVolumeSourceNotAllowed), or a break of the Pod Security level the
+// mount namespace enforces (ReasonPodSecurityViolation), judged on the
+// volumes the physical node would mount (see withEffectiveVolumes). ""
+// when neither. The level is not known while the namespace is not cached:
+// the create then meets the physical cluster's own verdict.
+func (c *Controller) podSecurityViolation(ctx context.Context, virtual *corev1.Pod, m mapping, physicalNode string) (reason, message string) {
+	claims := c.judgeClaims(ctx, virtual)
+	if claims.refusal != "" {
+		return ReasonVolumeSourceNotAllowed, claims.refusal
 	}
-	namespace, err := c.mountNamespaces.Get(c.mountNamespace)
-	if err != nil {
-		return ""
-	}
-	level := enforced(namespace.Labels)
-	if level.Level == psaapi.LevelPrivileged {
+	level, ok := c.enforcedLevel()
+	if !ok || level.Level == psaapi.LevelPrivileged {
 		// Nothing to check: the pod is not built for nothing.
-		return ""
+		return "", ""
 	}
 	// The checks read the spec and annotations, not the names of the
 	// copies, which are not resolved yet.
@@ -103,8 +108,13 @@ func (c *Controller) podSecurityViolation(virtual *corev1.Pod, m mapping, physic
 		names:          dependencyNames{namespace: virtual.Namespace},
 		plan:           planIdentity(virtual),
 		apiServer:      c.apiServer,
+		allowed:        c.allowances.Current(),
 	})
-	return c.podSecurity.violation(level, pod)
+	withEffectiveVolumes(pod, claims.copied)
+	if message := c.podSecurity.violation(level, pod); message != "" {
+		return ReasonPodSecurityViolation, message
+	}
+	return "", ""
 }
 
 // recordMappingBesideToken records the mapping and, meanwhile, makes the

@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 
@@ -52,8 +53,18 @@ var identityFields = []string{"metadata.name", "metadata.namespace", "metadata.u
 
 func isIdentityField(fieldPath string) bool { return slices.Contains(identityFields, fieldPath) }
 
+// servedFromSecret tells the downward-API fields a volume reads from the
+// token Secret: the identity fields, and the labels and annotations (see
+// metadataField).
+func servedFromSecret(fieldPath string) bool {
+	return isIdentityField(fieldPath) || metadataField(fieldPath)
+}
+
 // identityValue is what fieldPath answers for the virtual pod.
 func identityValue(pod *corev1.Pod, fieldPath string) string {
+	if metadataField(fieldPath) {
+		return metadataValue(pod, fieldPath)
+	}
 	switch fieldPath {
 	case "metadata.name":
 		return pod.Name
@@ -81,8 +92,9 @@ type identityPlan struct {
 	tokens []tokenSpec
 	// caCert: the pod mounts the virtual cluster's CA next to a token.
 	caCert bool
-	// fields are the identity fields mounted through volumes, sorted;
-	// their Secret keys are the field paths.
+	// fields are the fields served from the Secret, sorted: identity
+	// fields mounted through volumes, labels and annotations mounted or
+	// read in env. Their Secret keys are secretKey(field).
 	fields []string
 }
 
@@ -119,8 +131,15 @@ func planIdentity(pod *corev1.Pod) identityPlan {
 	fields := map[string]bool{}
 	addFields := func(items []corev1.DownwardAPIVolumeFile) {
 		for _, item := range items {
-			if item.FieldRef != nil && isIdentityField(item.FieldRef.FieldPath) {
+			if item.FieldRef != nil && servedFromSecret(item.FieldRef.FieldPath) {
 				fields[item.FieldRef.FieldPath] = true
+			}
+		}
+	}
+	for _, c := range references.AllContainers(&pod.Spec) {
+		for _, env := range c.Env {
+			if path := envFieldPath(env); metadataFromSecretInEnv(path) {
+				fields[path] = true
 			}
 		}
 	}
@@ -142,11 +161,7 @@ func planIdentity(pod *corev1.Pod) identityPlan {
 			}
 		}
 	}
-	for _, f := range identityFields {
-		if fields[f] {
-			plan.fields = append(plan.fields, f)
-		}
-	}
+	plan.fields = slices.Sorted(maps.Keys(fields))
 	return plan
 }
 

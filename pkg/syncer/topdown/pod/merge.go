@@ -9,6 +9,8 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/syncer/allowances"
+	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/lastapplied"
 )
 
@@ -85,20 +87,18 @@ var virtualOnlyAnnotations = map[string]bool{
 }
 
 // desiredState is what the physical pod of virtual should carry: the
-// virtual pod's labels plus the identity of owner (managed-by, cluster ID,
-// binding UID), its annotations plus the mapping back to it, its deadline
-// and images.
-func desiredState(virtual *corev1.Pod, owner ownership.Owner) appliedState {
-	labels := make(map[string]string, len(virtual.Labels)+3)
-	maps.Copy(labels, virtual.Labels)
+// virtual pod's labels in Kubeocean's form (tenantmeta: each under a key of
+// Kubeocean's domain, the ones allowed also as they are) with the identity
+// of owner (managed-by, cluster ID, binding UID) and the virtual namespace;
+// its annotations kept as JSON (the allowed ones also as they are) with the
+// mapping back to it; its deadline and images.
+func desiredState(virtual *corev1.Pod, owner ownership.Owner, allowed allowances.Set) appliedState {
+	translator := tenantmeta.Translator{LabelAllowed: allowed.LabelKey, AnnotationAllowed: allowed.AnnotationKey}
+	labels := translator.Labels(virtual.Labels)
 	owner.Stamp(labels)
+	labels[kubeoceanv1alpha1.LabelVirtualNamespace] = virtual.Namespace
 
-	annotations := make(map[string]string, len(virtual.Annotations)+3)
-	for k, v := range virtual.Annotations {
-		if !virtualOnlyAnnotations[k] {
-			annotations[k] = v
-		}
-	}
+	annotations := translator.Annotations(virtual.Labels, tenantAnnotations(virtual))
 	annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace] = virtual.Namespace
 	annotations[kubeoceanv1alpha1.AnnotationVirtualPodName] = virtual.Name
 	annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = string(virtual.UID)
@@ -108,6 +108,25 @@ func desiredState(virtual *corev1.Pod, owner ownership.Owner) appliedState {
 		ActiveDeadlineSeconds: virtual.Spec.ActiveDeadlineSeconds,
 		Images:                imagesOf(&virtual.Spec),
 	}
+}
+
+// desiredState is desiredState for the binding, with what its policies
+// allow now.
+func (c *Controller) desiredState(virtual *corev1.Pod) appliedState {
+	return desiredState(virtual, c.owner, c.allowances.Current())
+}
+
+// tenantAnnotations are the virtual pod's annotations but the mapping
+// Kubeocean records there: the pod's own, as its downward API shows them
+// and its physical pod records them.
+func tenantAnnotations(virtual *corev1.Pod) map[string]string {
+	annotations := make(map[string]string, len(virtual.Annotations))
+	for k, v := range virtual.Annotations {
+		if !virtualOnlyAnnotations[k] {
+			annotations[k] = v
+		}
+	}
+	return annotations
 }
 
 func imagesOf(spec *corev1.PodSpec) map[string]string {
@@ -124,10 +143,12 @@ func imagesOf(spec *corev1.PodSpec) map[string]string {
 // enforced keys tie a physical pod to the controller and to its virtual
 // pod; unlike the rest they are put back when someone edits them.
 // The identity labels are among them: a pod of an older version that lacks
-// them gets them on its first update (adoption).
+// them gets them on its first update (adoption), and so does the virtual
+// namespace label, on which Service mirrors select.
 func enforcedLabel(key string) bool {
 	switch key {
-	case kubeoceanv1alpha1.LabelManagedBy, kubeoceanv1alpha1.LabelClusterID, kubeoceanv1alpha1.LabelBindingUID:
+	case kubeoceanv1alpha1.LabelManagedBy, kubeoceanv1alpha1.LabelClusterID, kubeoceanv1alpha1.LabelBindingUID,
+		kubeoceanv1alpha1.LabelVirtualNamespace:
 		return true
 	}
 	return false
@@ -144,7 +165,9 @@ func enforcedAnnotation(key string) bool {
 // updatePatch is the strategic merge patch that carries the changes of the
 // virtual pod since AnnotationLastApplied to the physical pod, or nil when
 // there are none. It names the physical pod's UID, so it fails on a pod
-// recreated under the same name.
+// recreated under the same name. A pod of a version that copied the
+// tenant's labels and annotations as they were records them as applied:
+// its first patch removes them and writes their translated form, in place.
 func updatePatch(physical *corev1.Pod, desired appliedState) []byte {
 	last := lastApplied(physical)
 	labels := mergeKeys(physical.Labels, last.Labels, desired.Labels, enforcedLabel)

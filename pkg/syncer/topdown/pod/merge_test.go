@@ -2,6 +2,7 @@ package pod
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/syncer/allowances"
+	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
 )
 
 func TestMergeKeys(t *testing.T) {
@@ -136,7 +139,7 @@ func decodePatch(t *testing.T, patch []byte) map[string]any {
 func TestUpdatePatch(t *testing.T) {
 	t.Run("freshly created pod needs none", func(t *testing.T) {
 		virtual := fullVirtualPod()
-		if patch := updatePatch(physicalFor(virtual), desiredState(virtual, testOwner)); patch != nil {
+		if patch := updatePatch(physicalFor(virtual), desiredState(virtual, testOwner, allowances.Set{})); patch != nil {
 			t.Errorf("patch = %s, want none", patch)
 		}
 	})
@@ -145,7 +148,7 @@ func TestUpdatePatch(t *testing.T) {
 		physical := physicalFor(virtual)
 		physical.Labels["injected"] = "yes"
 		physical.Annotations["sidecar.example.com/status"] = "injected"
-		if patch := updatePatch(physical, desiredState(virtual, testOwner)); patch != nil {
+		if patch := updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})); patch != nil {
 			t.Errorf("patch = %s, want none", patch)
 		}
 	})
@@ -160,13 +163,17 @@ func TestUpdatePatch(t *testing.T) {
 		// Bookkeeping of the bottom-up side changes nothing.
 		virtual.Annotations[kubeoceanv1alpha1.AnnotationLastSyncTime] = "2026-05-05T00:00:00Z"
 
-		desired := desiredState(virtual, testOwner)
+		desired := desiredState(virtual, testOwner, allowances.Set{})
 		patch := decodePatch(t, updatePatch(physical, desired))
 		want := map[string]any{
 			"metadata": map[string]any{
-				"uid":         string(physicalUID),
-				"labels":      map[string]any{"tier": "frontend"},
-				"annotations": map[string]any{"team": nil, AnnotationLastApplied: desired.encode()},
+				"uid":    string(physicalUID),
+				"labels": map[string]any{"label.kubeocean.io/tier": "frontend"},
+				"annotations": map[string]any{
+					tenantmeta.AnnotationVirtualLabels:      `{"app":"web","tier":"frontend"}`,
+					tenantmeta.AnnotationVirtualAnnotations: nil,
+					AnnotationLastApplied:                   desired.encode(),
+				},
 			},
 			"spec": map[string]any{
 				"activeDeadlineSeconds": float64(120),
@@ -181,7 +188,7 @@ func TestUpdatePatch(t *testing.T) {
 		virtual := boundPod()
 		physical := physicalFor(virtual)
 		delete(physical.Labels, kubeoceanv1alpha1.LabelManagedBy)
-		patch := decodePatch(t, updatePatch(physical, desiredState(virtual, testOwner)))
+		patch := decodePatch(t, updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})))
 		labels := patch["metadata"].(map[string]any)["labels"]
 		if want := map[string]any{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}; !reflect.DeepEqual(labels, want) {
 			t.Errorf("labels patch = %v, want %v", labels, want)
@@ -191,7 +198,7 @@ func TestUpdatePatch(t *testing.T) {
 		virtual := boundPod()
 		physical := physicalFor(virtual)
 		physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "someone-else"
-		patch := decodePatch(t, updatePatch(physical, desiredState(virtual, testOwner)))
+		patch := decodePatch(t, updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})))
 		want := map[string]any{"uid": string(physicalUID), "annotations": map[string]any{kubeoceanv1alpha1.AnnotationVirtualPodUID: string(virtualUID)}}
 		if !reflect.DeepEqual(patch["metadata"], want) || patch["spec"] != nil {
 			t.Errorf("patch = %v, want metadata %v only", patch, want)
@@ -202,10 +209,17 @@ func TestUpdatePatch(t *testing.T) {
 		// their pods are not patched for that alone.
 		virtual := fullVirtualPod()
 		physical := physicalFor(virtual)
-		physical.Annotations[AnnotationLastApplied] = `{"labels":{"app":"web","kubeocean.io/binding-uid":"binding-uid","kubeocean.io/cluster-id":"c1","kubeocean.io/managed-by":"kubeocean"},` +
-			`"annotations":{"kubeocean.io/virtual-pod-name":"web","kubeocean.io/virtual-pod-namespace":"team-a","kubeocean.io/virtual-pod-uid":"virtual-uid","team":"a"},` +
-			`"images":{"containers/app":"nginx:1","initContainers/init":"busybox:1"}}`
-		if patch := updatePatch(physical, desiredState(virtual, testOwner)); patch != nil {
+		older := desiredState(virtual, testOwner, allowances.Set{})
+		older.Annotations = maps.Clone(older.Annotations)
+		data, err := json.Marshal(older) // with the enforced annotations
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), kubeoceanv1alpha1.AnnotationVirtualPodUID) {
+			t.Fatalf("record %s does not name the virtual pod", data)
+		}
+		physical.Annotations[AnnotationLastApplied] = string(data)
+		if patch := updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})); patch != nil {
 			t.Errorf("patch = %s, want none", patch)
 		}
 	})
@@ -213,7 +227,7 @@ func TestUpdatePatch(t *testing.T) {
 		virtual := boundPod()
 		physical := physicalFor(virtual)
 		physical.Annotations[AnnotationLastApplied] = "{"
-		desired := desiredState(virtual, testOwner)
+		desired := desiredState(virtual, testOwner, allowances.Set{})
 		patch := decodePatch(t, updatePatch(physical, desired))
 		want := map[string]any{"uid": string(physicalUID), "annotations": map[string]any{AnnotationLastApplied: desired.encode()}}
 		if !reflect.DeepEqual(patch["metadata"], want) || patch["spec"] != nil {
@@ -223,7 +237,7 @@ func TestUpdatePatch(t *testing.T) {
 }
 
 func TestDesiredStateDropsVirtualBookkeeping(t *testing.T) {
-	state := desiredState(fullVirtualPod(), testOwner)
+	state := desiredState(fullVirtualPod(), testOwner, allowances.Set{})
 	for _, k := range []string{
 		kubeoceanv1alpha1.AnnotationPhysicalPodNamespace, kubeoceanv1alpha1.AnnotationPhysicalPodName,
 		kubeoceanv1alpha1.AnnotationPhysicalPodUID, kubeoceanv1alpha1.AnnotationLastSyncTime,

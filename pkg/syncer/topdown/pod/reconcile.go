@@ -149,7 +149,7 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 		logger.V(4).Info("Physical pod is terminating")
 		return controller.Result{}, nil
 	}
-	if patch := updatePatch(physical, desiredState(virtual, c.owner)); patch != nil {
+	if patch := updatePatch(physical, c.desiredState(virtual)); patch != nil {
 		_, err := c.physicalClient.Pods(physical.Namespace).Patch(ctx, physical.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):

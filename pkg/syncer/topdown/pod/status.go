@@ -44,6 +44,14 @@ const (
 	// ReasonTokenRequestFailed: no service-account token could be issued
 	// for the pod.
 	ReasonTokenRequestFailed = "TokenRequestFailed"
+	// ReasonRuntimeClassNotAllowed: the pod names a runtime class the
+	// lender's allowances do not list; it is refused rather than run
+	// without it (ConditionPhysicalPodCreated False).
+	ReasonRuntimeClassNotAllowed = "RuntimeClassNotAllowed"
+	// ReasonVolumeSourceNotSupported: a projected volume of the pod has a
+	// source other than configMap, secret, downwardAPI and
+	// serviceAccountToken (ConditionPhysicalPodCreated False).
+	ReasonVolumeSourceNotSupported = "VolumeSourceNotSupported"
 )
 
 func findCondition(conditions []corev1.PodCondition, t corev1.PodConditionType) *corev1.PodCondition {

@@ -23,6 +23,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
 )
 
 // withTokenVolume adds the volume the ServiceAccount admission plugin
@@ -204,7 +205,7 @@ func TestUpdateCarriesVirtualChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.Labels["tier"] != "frontend" || stored.Labels["added-by-webhook"] != "yes" {
+	if stored.Labels[tenantmeta.LabelKey("tier")] != "frontend" || stored.Labels["added-by-webhook"] != "yes" {
 		t.Errorf("physical labels = %v, want tier added and the webhook's label kept", stored.Labels)
 	}
 	f.syncCaches()

@@ -60,7 +60,7 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 	now := c.clock.Now()
 	if found {
 		if refreshAt, valid := tokenSecretValid(existing, virtual, plan, now); valid {
-			return untilRefresh(refreshAt, now), nil
+			return untilRefresh(refreshAt, now), c.refreshMetadata(ctx, existing, virtual, plan)
 		}
 	}
 
@@ -85,6 +85,9 @@ func (c *Controller) ensureTokenSecret(ctx context.Context, virtual *corev1.Pod,
 	}
 	if !refreshAt.IsZero() {
 		desired.Annotations[AnnotationTokenRefreshAt] = refreshAt.UTC().Format(time.RFC3339)
+	}
+	if digest := metadataDigest(virtual, plan); digest != "" {
+		desired.Annotations[AnnotationMetadataDigest] = digest
 	}
 
 	logger := klog.FromContext(ctx).WithValues("secret", klog.KObj(desired))
@@ -157,7 +160,10 @@ func (p identityPlan) keys() []string {
 	if p.caCert {
 		keys = append(keys, keyCACert)
 	}
-	return append(keys, p.fields...)
+	for _, field := range p.fields {
+		keys = append(keys, secretKey(field))
+	}
+	return keys
 }
 
 // issueIdentity requests the pod's tokens from the virtual cluster, bound
@@ -195,7 +201,7 @@ func (c *Controller) issueIdentity(ctx context.Context, virtual *corev1.Pod, pla
 		data[keyCACert] = []byte(caCert)
 	}
 	for _, field := range plan.fields {
-		data[field] = []byte(identityValue(virtual, field))
+		data[secretKey(field)] = []byte(identityValue(virtual, field))
 	}
 	return data, refreshAt, nil
 }

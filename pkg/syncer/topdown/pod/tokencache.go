@@ -40,6 +40,9 @@ type TokenSecretRecord struct {
 	VirtualPodUID                       types.UID
 	// RefreshAt is AnnotationTokenRefreshAt, as written.
 	RefreshAt string
+	// MetadataDigest is AnnotationMetadataDigest, as written: "" for the
+	// Secrets of pods that read no labels or annotations.
+	MetadataDigest string
 	// Keys are the Secret's data keys with nil values, shared with the
 	// token Secrets that have the same keys: read only.
 	Keys map[string][]byte
@@ -73,8 +76,10 @@ func CompactTokenSecret(obj any) (any, error) {
 		VirtualPodUID:       types.UID(annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID]),
 		// Tokens issued in the same second are due in the same second.
 		RefreshAt: intern.String(annotations[AnnotationTokenRefreshAt]),
-		Keys:      intern.SharedKeys(secret.Data),
-		kept:      keep(secret.Finalizers, secret.OwnerReferences),
+		// The pods of one workload read the same values.
+		MetadataDigest: intern.String(annotations[AnnotationMetadataDigest]),
+		Keys:           intern.SharedKeys(secret.Data),
+		kept:           keep(secret.Finalizers, secret.OwnerReferences),
 	}, nil
 }
 
@@ -136,6 +141,7 @@ func (r *TokenSecretRecord) GetAnnotations() map[string]string {
 	set(kubeoceanv1alpha1.AnnotationVirtualPodName, r.VirtualPodName)
 	set(kubeoceanv1alpha1.AnnotationVirtualPodUID, string(r.VirtualPodUID))
 	set(AnnotationTokenRefreshAt, r.RefreshAt)
+	set(AnnotationMetadataDigest, r.MetadataDigest)
 	return annotations
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/syncer/allowances"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/references"
 )
 
@@ -44,15 +45,21 @@ type translation struct {
 	names          dependencyNames
 	plan           identityPlan
 	apiServer      *apiServerAddress
+	// allowed is what the lender lets through (label and annotation keys
+	// as they are); the zero Set lets nothing.
+	allowed allowances.Set
 }
 
 // physicalPod is the physical pod for virtual: pinned to the physical node,
 // every reference renamed to the physical copy, the identity the pod sees
-// served from its token Secret, and scheduling fields dropped, because the
-// pod is already placed and the physical cluster's scheduler, priority
-// classes and runtime classes know nothing of the virtual ones.
+// (and the labels and annotations it reads) served from its token Secret,
+// its labels and annotations in Kubeocean's form (desiredState), and
+// scheduling fields dropped, because the pod is already placed and the
+// physical cluster's scheduler and priority classes know nothing of the
+// virtual ones. A runtime class is kept: specNotAllowed refuses the pods
+// whose runtime class the lender does not allow.
 func physicalPod(virtual *corev1.Pod, t translation) *corev1.Pod {
-	state := desiredState(virtual, t.owner)
+	state := desiredState(virtual, t.owner, t.allowed)
 	annotations := maps.Clone(state.Annotations)
 	annotations[AnnotationLastApplied] = state.encode()
 	pod := &corev1.Pod{
@@ -125,6 +132,8 @@ func (t translation) rewriteVolumes(volumes []corev1.Volume) {
 				DefaultMode: v.DownwardAPI.DefaultMode,
 				Sources:     t.downwardAPISources(v.DownwardAPI.Items),
 			}}
+		case v.DownwardAPI != nil:
+			rewriteLabelItems(v.DownwardAPI.Items)
 		default:
 			if ref := references.VolumeSecret(&v.VolumeSource); ref != nil {
 				*ref = t.names.secret(*ref)
@@ -180,12 +189,13 @@ func (t translation) downwardAPISources(items []corev1.DownwardAPIVolumeFile) []
 	var kept []corev1.DownwardAPIVolumeFile
 	var fromSecret []corev1.KeyToPath
 	for _, item := range items {
-		if item.FieldRef != nil && isIdentityField(item.FieldRef.FieldPath) {
-			fromSecret = append(fromSecret, corev1.KeyToPath{Key: item.FieldRef.FieldPath, Path: item.Path, Mode: item.Mode})
+		if item.FieldRef != nil && servedFromSecret(item.FieldRef.FieldPath) {
+			fromSecret = append(fromSecret, corev1.KeyToPath{Key: secretKey(item.FieldRef.FieldPath), Path: item.Path, Mode: item.Mode})
 			continue
 		}
 		kept = append(kept, item)
 	}
+	rewriteLabelItems(kept)
 	var out []corev1.VolumeProjection
 	if len(kept) > 0 {
 		out = append(out, corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: kept}})
@@ -206,11 +216,23 @@ func (t translation) secretProjection(optional *bool, items ...corev1.KeyToPath)
 
 func hasIdentityItems(items []corev1.DownwardAPIVolumeFile) bool {
 	for _, item := range items {
-		if item.FieldRef != nil && isIdentityField(item.FieldRef.FieldPath) {
+		if item.FieldRef != nil && servedFromSecret(item.FieldRef.FieldPath) {
 			return true
 		}
 	}
 	return false
+}
+
+// rewriteLabelItems points the items that read one label at its
+// translated form, which holds the same value.
+func rewriteLabelItems(items []corev1.DownwardAPIVolumeFile) {
+	for i := range items {
+		if ref := items[i].FieldRef; ref != nil {
+			if path, ok := physicalLabelPath(ref.FieldPath); ok {
+				ref.FieldPath = path
+			}
+		}
+	}
 }
 
 func (t translation) rewriteContainer(c *corev1.Container, virtual *corev1.Pod) {
@@ -225,6 +247,17 @@ func (t translation) rewriteContainer(c *corev1.Container, virtual *corev1.Pod) 
 		case from.FieldRef != nil && isIdentityField(from.FieldRef.FieldPath):
 			c.Env[i].Value = identityValue(virtual, from.FieldRef.FieldPath)
 			c.Env[i].ValueFrom = nil
+		case from.FieldRef != nil && metadataFromSecretInEnv(from.FieldRef.FieldPath):
+			// Not a literal: read when the container starts, as the
+			// kubelet reads an annotation.
+			c.Env[i].ValueFrom = &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: t.tokenSecret()},
+				Key:                  secretKey(from.FieldRef.FieldPath),
+			}}
+		case from.FieldRef != nil:
+			if path, ok := physicalLabelPath(from.FieldRef.FieldPath); ok {
+				from.FieldRef.FieldPath = path
+			}
 		}
 	}
 	for i := range c.EnvFrom {

@@ -15,6 +15,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
 )
 
 func pn(name string) string { return naming.PhysicalName(virtualNS, name) }
@@ -88,6 +89,7 @@ func fullVirtualPod() *corev1.Pod {
 					fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace"),
 					fieldEnv("POD_UID", "metadata.uid"), fieldEnv("NODE_NAME", "spec.nodeName"),
 					fieldEnv("POD_IP", "status.podIP"),
+					fieldEnv("APP", "metadata.labels['app']"), fieldEnv("TEAM", "metadata.annotations['team']"),
 				},
 				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-env"}}}},
 			}},
@@ -111,6 +113,10 @@ func fullVirtualPod() *corev1.Pod {
 				{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{DefaultMode: ptr.To[int32](0o600), Items: []corev1.DownwardAPIVolumeFile{
 					{Path: "name", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}, Mode: ptr.To[int32](0o400)},
 					{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels"}},
+					{Path: "app", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['app']"}},
+				}}}},
+				{Name: "applabel", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "app", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['app']"}},
 				}}}},
 			},
 		},
@@ -129,14 +135,16 @@ func fullPhysicalPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: mountNS, Name: physicalName,
-			Labels: testOwner.Stamp(map[string]string{"app": "web"}),
+			Labels: testOwner.Stamp(map[string]string{"label.kubeocean.io/app": "web", kubeoceanv1alpha1.LabelVirtualNamespace: virtualNS}),
 			Annotations: map[string]string{
-				"team": "a",
+				tenantmeta.AnnotationVirtualLabels:              `{"app":"web"}`,
+				tenantmeta.AnnotationVirtualAnnotations:         `{"team":"a"}`,
 				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtualNS,
 				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
 				kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(virtualUID),
-				AnnotationLastApplied: `{"labels":{"app":"web","kubeocean.io/binding-uid":"binding-uid","kubeocean.io/cluster-id":"c1","kubeocean.io/managed-by":"kubeocean"},` +
-					`"annotations":{"team":"a"},` +
+				AnnotationLastApplied: `{"labels":{"kubeocean.io/binding-uid":"binding-uid","kubeocean.io/cluster-id":"c1","kubeocean.io/managed-by":"kubeocean",` +
+					`"kubeocean.io/virtual-namespace":"team-a","label.kubeocean.io/app":"web"},` +
+					`"annotations":{"kubeocean.io/virtual-annotations":"{\"team\":\"a\"}","kubeocean.io/virtual-labels":"{\"app\":\"web\"}"},` +
 					`"images":{"containers/app":"nginx:1","initContainers/init":"busybox:1"}}`,
 			},
 		},
@@ -160,6 +168,9 @@ func fullPhysicalPod() *corev1.Pod {
 					{Name: "POD_NAME", Value: virtualName}, {Name: "POD_NAMESPACE", Value: virtualNS},
 					{Name: "POD_UID", Value: string(virtualUID)}, {Name: "NODE_NAME", Value: virtualNode},
 					fieldEnv("POD_IP", "status.podIP"),
+					fieldEnv("APP", "metadata.labels['label.kubeocean.io/app']"),
+					{Name: "TEAM", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: TokenSecretName(physicalName)}, Key: secretKey("metadata.annotations['team']")}}},
 				}, apiServerEnv...),
 				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: pn("app-env")}}}},
 			}},
@@ -177,8 +188,12 @@ func fullPhysicalPod() *corev1.Pod {
 					corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: pn("bundle-secret")}}}),
 				projectedVolume("podinfo", ptr.To[int32](0o600),
 					corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
-						{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels"}}}}},
-					fromTokenSecret(corev1.KeyToPath{Key: "metadata.name", Path: "name", Mode: ptr.To[int32](0o400)})),
+						{Path: "app", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['label.kubeocean.io/app']"}}}}},
+					fromTokenSecret(corev1.KeyToPath{Key: "metadata.name", Path: "name", Mode: ptr.To[int32](0o400)},
+						corev1.KeyToPath{Key: "metadata.labels", Path: "labels"})),
+				{Name: "applabel", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "app", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['label.kubeocean.io/app']"}},
+				}}}},
 			},
 			HostAliases: []corev1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{
 				"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}}},
@@ -289,12 +304,12 @@ func TestPlanIdentity(t *testing.T) {
 	want := identityPlan{
 		tokens: []tokenSpec{{key: "token", expirationSeconds: 3600}, {key: "token-1", audience: "vault", expirationSeconds: 600}},
 		caCert: true,
-		fields: []string{"metadata.name", "metadata.namespace"},
+		fields: []string{"metadata.annotations['team']", "metadata.labels", "metadata.name", "metadata.namespace"},
 	}
 	if !reflect.DeepEqual(want, plan) {
 		t.Errorf("plan = %+v, want %+v", plan, want)
 	}
-	if keys := plan.keys(); !slices.Equal(keys, []string{"token", "token-1", "ca.crt", "metadata.name", "metadata.namespace"}) {
+	if keys := plan.keys(); !slices.Equal(keys, []string{"token", "token-1", "ca.crt", secretKey("metadata.annotations['team']"), "metadata.labels", "metadata.name", "metadata.namespace"}) {
 		t.Errorf("keys = %v", keys)
 	}
 	if !planIdentity(boundPod()).empty() {
