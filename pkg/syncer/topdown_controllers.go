@@ -101,7 +101,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		ResourceQuotas:    ph.Kube(informers.Scope{Namespace: mount}).Core().V1().ResourceQuotas(),
 		SyncDaemonSetPods: e.opts.SyncDaemonSetPods,
 		HostPorts:         hostPorts,
-		Allowances:        allowed, AllowancesSynced: policies.Informer().HasSynced,
+		Allowances:        allowed, AllowancesSynced: policies.Informer().HasSynced, Policies: policies.Informer(),
 	})
 	if err != nil {
 		return nil, err

@@ -143,6 +143,10 @@ type Options struct {
 	// AllowancesSynced, with Allowances, tells that the policies they are
 	// read from have synced: no pod is judged before.
 	AllowancesSynced cache.InformerSynced
+	// Policies: the physical cluster's ResourceLeasingPolicies, which
+	// Allowances are read from; a change of what one allows retries the
+	// pods refused. Optional.
+	Policies cache.SharedIndexInformer
 }
 
 // Controller reconciles virtual pods, keyed by namespace/name.

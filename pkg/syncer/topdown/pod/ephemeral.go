@@ -59,13 +59,24 @@ func lacksEphemeralContainers(virtual, physical *corev1.Pod) bool {
 }
 
 // syncEphemeralContainers adds to the physical pod the ephemeral containers
-// added to the virtual pod, after copying what they refer to. The bottom-up
-// side copies their statuses back with the rest of the pod's status. It
-// returns when to look again (a name conflict of a copy, which someone
-// must remove) or an error worth retrying; a refusal by the physical
-// cluster is an event on the virtual pod and is not retried before the
-// pod is reconciled again for another reason.
+// added to the virtual pod, after copying what they refer to. Those that
+// would break the mount namespace's Pod Security level are judged first
+// and never sent, nor is anything they refer to copied (see
+// refusedEphemeralContainers). The bottom-up side copies their statuses
+// back with the rest of the pod's status. It returns when to look again (a
+// name conflict of a copy, which someone must remove) or an error worth
+// retrying; a refusal by the physical cluster is an event on the virtual
+// pod and is not retried before the pod is reconciled again for another
+// reason.
 func (c *Controller) syncEphemeralContainers(ctx context.Context, virtual, physical *corev1.Pod, m mapping) (time.Duration, error) {
+	if !lacksEphemeralContainers(virtual, physical) {
+		return 0, nil
+	}
+	refused := c.refusedEphemeralContainers(virtual, physical, m)
+	if err := c.reportEphemeralRefusals(ctx, virtual, refused); err != nil {
+		return 0, err
+	}
+	virtual = withoutEphemeralContainers(virtual, refused)
 	if !lacksEphemeralContainers(virtual, physical) {
 		return 0, nil
 	}

@@ -3,11 +3,13 @@ package pod
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 )
 
 func withDebugContainer(pod *corev1.Pod, name string) *corev1.Pod {
@@ -105,5 +107,95 @@ func TestVirtualPodChangedByEphemeralContainers(t *testing.T) {
 	old := boundPod()
 	if !virtualPodChanged(old, withDebugContainer(old.DeepCopy(), "debugger")) {
 		t.Error("adding an ephemeral container is dropped as no change")
+	}
+}
+
+// withSysadminDebugContainer adds what kubectl debug --profile=sysadmin
+// adds: a privileged container, reading the ConfigMap sysadmin-config.
+func withSysadminDebugContainer(pod *corev1.Pod, name string) *corev1.Pod {
+	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
+		TargetContainerName: "app",
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "busybox:1",
+			Env:             []corev1.EnvVar{configMapEnv("LEVEL", "sysadmin-config")},
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}},
+	})
+	return pod
+}
+
+// sentEphemeralContainers are the names of the ephemeral containers the
+// patches sent to the physical pod.
+func sentEphemeralContainers(t *testing.T, f *fixture) []string {
+	t.Helper()
+	var names []string
+	for _, a := range actions(f.physicalKube, "patch", "pods/ephemeralcontainers") {
+		var sent struct {
+			Spec struct {
+				EphemeralContainers []corev1.EphemeralContainer `json:"ephemeralContainers"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &sent); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range sent.Spec.EphemeralContainers {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// kubectl debug --profile=sysadmin against a baseline mount namespace: the
+// privileged container is judged by the level before anything is sent, is
+// neither added nor are its references copied, and the virtual pod says
+// why, once (event and condition); a debug container within the level
+// added beside it goes through. Once the level allows it, it is added.
+func TestEphemeralContainerRefusedByPodSecurity(t *testing.T) {
+	running := mapped(boundPod(), physicalUID)
+	physical := physicalFor(running)
+	physical.Status.Phase = corev1.PodRunning
+	virtual := withDebugContainer(withSysadminDebugContainer(running.DeepCopy(), "sysadmin"), "plain")
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physical}, mountNamespace: namespaceAt("baseline")})
+
+	f.mustReconcile()
+	assertWrites(t, f, "virtual update pods/status", "physical patch pods/ephemeralcontainers")
+	if sent := sentEphemeralContainers(t, f); !slices.Equal(sent, []string{"plain"}) {
+		t.Errorf("sent %v, want plain alone", sent)
+	}
+	if slices.Contains(f.dependents.calls, "ConfigMap/"+virtualNS+"/sysadmin-config") {
+		t.Errorf("copied %v: the refused container's ConfigMap among them", f.dependents.calls)
+	}
+	c := findCondition(f.virtualPod().Status.Conditions, ConditionEphemeralContainersAllowed)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonPodSecurityViolation ||
+		!strings.Contains(c.Message, `"sysadmin"`) || !strings.Contains(c.Message, "privileged") || strings.Contains(c.Message, `"plain"`) {
+		t.Fatalf("condition = %+v, want False naming sysadmin alone", c)
+	}
+	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+ReasonPodSecurityViolation) || !strings.Contains(events[0], `"sysadmin"`) {
+		t.Errorf("events = %v, want one Warning about sysadmin", events)
+	}
+
+	// Judged again on the next pass, reported no more.
+	stored, err := f.physicalPod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.syncCaches()
+	f.cache("physicalPods", stored)
+	f.mustReconcile()
+	assertWrites(t, f)
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("second pass: events %v", events)
+	}
+
+	// The physical admin lowers the level: it is added, and the
+	// condition says so.
+	f.cache("namespaces", namespaceAt("privileged"))
+	if keys := f.controller.wakeRefused(); !slices.Contains(keys, podKey) {
+		t.Errorf("woken %v, want %v among them", keys, podKey)
+	}
+	f.mustReconcile()
+	if sent := sentEphemeralContainers(t, f); !slices.Equal(sent, []string{"sysadmin"}) {
+		t.Errorf("sent %v, want sysadmin", sent)
+	}
+	if c := findCondition(f.virtualPod().Status.Conditions, ConditionEphemeralContainersAllowed); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("condition = %+v, want True", c)
 	}
 }

@@ -41,6 +41,19 @@ func enforced(namespaceLabels map[string]string) psaapi.LevelVersion {
 	return p.Enforce
 }
 
+// enforcedLevel is the level the mount namespace enforces; false while the
+// namespace is not known (not given, or not cached).
+func (c *Controller) enforcedLevel() (psaapi.LevelVersion, bool) {
+	if c.mountNamespaces == nil {
+		return psaapi.LevelVersion{}, false
+	}
+	namespace, err := c.mountNamespaces.Get(c.mountNamespace)
+	if err != nil {
+		return psaapi.LevelVersion{}, false
+	}
+	return enforced(namespace.Labels), true
+}
+
 // violation says which checks of the level pod fails, in the words of the
 // admission's own refusal; "" when it passes.
 func (s *podSecurity) violation(level psaapi.LevelVersion, pod *corev1.Pod) string {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -37,6 +38,10 @@ const (
 	// ReasonDaemonSetPodNotSynced: the pod belongs to a DaemonSet, whose
 	// pods the syncer does not run (see Options.SyncDaemonSetPods).
 	ReasonDaemonSetPodNotSynced = "DaemonSetPodNotSynced"
+	// ReasonVolumeSourceNotAllowed: a claim of the pod is bound to a
+	// PersistentVolume whose source the lender does not allow
+	// (ResourceLeasingPolicy spec.allowances); nothing of the pod is sent.
+	ReasonVolumeSourceNotAllowed = "VolumeSourceNotAllowed"
 	// ReasonPhysicalPodCreated: created after an earlier refusal.
 	ReasonPhysicalPodCreated = "PhysicalPodCreated"
 )
@@ -76,6 +81,17 @@ func isRefusal(err error) bool {
 type refusals struct {
 	mu   sync.Mutex
 	pods map[cache.ObjectName]podVersion
+	// ephemeral are the refused ephemeral containers of running pods, by
+	// pod, so that each is reported once. They are judged again on every
+	// pass (it costs no request); this only keeps the events down.
+	ephemeral map[cache.ObjectName]refusedContainers
+}
+
+// refusedContainers are the names of a pod's refused ephemeral
+// containers; uid tells the pod from a later one of the same name.
+type refusedContainers struct {
+	uid   types.UID
+	names sets.Set[string]
 }
 
 // podVersion is what of a virtual pod a refusal depends on: its spec
@@ -102,7 +118,26 @@ func versionOf(pod *corev1.Pod) podVersion {
 	return podVersion{uid: pod.UID, generation: pod.Generation, metadata: h.Sum64()}
 }
 
-func newRefusals() *refusals { return &refusals{pods: map[cache.ObjectName]podVersion{}} }
+func newRefusals() *refusals {
+	return &refusals{pods: map[cache.ObjectName]podVersion{}, ephemeral: map[cache.ObjectName]refusedContainers{}}
+}
+
+// rememberEphemeral remembers that the pod's ephemeral container name was
+// refused; false when it was already.
+func (r *refusals) rememberEphemeral(key cache.ObjectName, uid types.UID, name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	refused, ok := r.ephemeral[key]
+	if !ok || refused.uid != uid {
+		refused = refusedContainers{uid: uid, names: sets.New[string]()}
+		r.ephemeral[key] = refused
+	}
+	if refused.names.Has(name) {
+		return false
+	}
+	refused.names.Insert(name)
+	return true
+}
 
 func (r *refusals) remember(key cache.ObjectName, pod *corev1.Pod) {
 	r.mu.Lock()
@@ -123,14 +158,23 @@ func (r *refusals) forget(key cache.ObjectName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.pods, key)
+	delete(r.ephemeral, key)
 }
 
-// releaseAll forgets every refusal and returns the pods, to be tried again.
+// releaseAll forgets every refused pod and returns them, to be tried
+// again, with the pods whose ephemeral containers were refused, to be
+// judged again; those stay remembered, so that a container refused again
+// is not reported twice.
 func (r *refusals) releaseAll() []cache.ObjectName {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	keys := slices.Collect(maps.Keys(r.pods))
 	clear(r.pods)
+	for key := range r.ephemeral {
+		if !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
 	return keys
 }
 
@@ -156,7 +200,14 @@ func (c *Controller) refuse(ctx context.Context, virtual *corev1.Pod, reason, me
 // setPhysicalPodCreated writes ConditionPhysicalPodCreated when it
 // changes; True only over a False. changed tells whether it was written.
 func (c *Controller) setPhysicalPodCreated(ctx context.Context, virtual *corev1.Pod, status corev1.ConditionStatus, reason, message string) (bool, error) {
-	existing := findCondition(virtual.Status.Conditions, ConditionPhysicalPodCreated)
+	return c.setPodCondition(ctx, virtual, ConditionPhysicalPodCreated, status, reason, message)
+}
+
+// setPodCondition writes one of Kubeocean's conditions on the virtual pod
+// when it changes. True is written only over a False: the usual pod keeps
+// no condition, and costs no write. changed tells whether it was written.
+func (c *Controller) setPodCondition(ctx context.Context, virtual *corev1.Pod, conditionType corev1.PodConditionType, status corev1.ConditionStatus, reason, message string) (bool, error) {
+	existing := findCondition(virtual.Status.Conditions, conditionType)
 	if existing == nil && status == corev1.ConditionTrue {
 		return false, nil
 	}
@@ -164,9 +215,9 @@ func (c *Controller) setPhysicalPodCreated(ctx context.Context, virtual *corev1.
 		return false, nil
 	}
 	updated := virtual.DeepCopy()
-	condition := findCondition(updated.Status.Conditions, ConditionPhysicalPodCreated)
+	condition := findCondition(updated.Status.Conditions, conditionType)
 	if condition == nil {
-		updated.Status.Conditions = append(updated.Status.Conditions, corev1.PodCondition{Type: ConditionPhysicalPodCreated})
+		updated.Status.Conditions = append(updated.Status.Conditions, corev1.PodCondition{Type: conditionType})
 		condition = &updated.Status.Conditions[len(updated.Status.Conditions)-1]
 	}
 	if condition.Status != status {
@@ -178,9 +229,9 @@ func (c *Controller) setPhysicalPodCreated(ctx context.Context, virtual *corev1.
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("setting %s=%s on virtual pod %s/%s: %w", ConditionPhysicalPodCreated, status, virtual.Namespace, virtual.Name, err)
+		return false, fmt.Errorf("setting %s=%s on virtual pod %s/%s: %w", conditionType, status, virtual.Namespace, virtual.Name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Set physical pod created condition", "status", status, "reason", reason)
+	klog.FromContext(ctx).V(2).Info("Set pod condition", "type", conditionType, "status", status, "reason", reason)
 	return true, nil
 }
 
@@ -189,7 +240,9 @@ func (c *Controller) setPhysicalPodCreated(ctx context.Context, virtual *corev1.
 func (c *Controller) wakeRefused() []cache.ObjectName { return c.refusals.releaseAll() }
 
 // registerRefusalHandlers wakes the refused pods when the mount namespace's
-// labels change (its Pod Security level) or a quota in it changes.
+// labels change (its Pod Security level), a quota in it changes, or a
+// policy's allowances change (a policy added or removed changes the
+// binding's allowances too: they are the intersection of its policies').
 func (c *Controller) registerRefusalHandlers(opts Options) error {
 	if opts.MountNamespaces != nil {
 		h := controller.Handler[*corev1.Namespace, cache.ObjectName]{
@@ -199,6 +252,15 @@ func (c *Controller) registerRefusalHandlers(opts Options) error {
 		}
 		if err := c.Watch(opts.MountNamespaces.Informer(), h); err != nil {
 			return fmt.Errorf("topdown pod: registering mount namespace handler: %w", err)
+		}
+	}
+	if opts.Policies != nil {
+		h := controller.Handler[*kubeoceanv1alpha1.ResourceLeasingPolicy, cache.ObjectName]{
+			Enqueue: c.Enqueue, Keys: func(*kubeoceanv1alpha1.ResourceLeasingPolicy) []cache.ObjectName { return c.wakeRefused() },
+			Changed: allowancesMayDiffer,
+		}
+		if err := c.Watch(opts.Policies, h); err != nil {
+			return fmt.Errorf("topdown pod: registering policy handler: %w", err)
 		}
 	}
 	if opts.ResourceQuotas != nil {
@@ -212,6 +274,14 @@ func (c *Controller) registerRefusalHandlers(opts Options) error {
 		}
 	}
 	return nil
+}
+
+// allowancesMayDiffer tells a policy update that may change what the
+// binding's pods are allowed: the allowances or the binding it names. The
+// status updates the bottom-up side makes every time window do not.
+func allowancesMayDiffer(oldPolicy, newPolicy *kubeoceanv1alpha1.ResourceLeasingPolicy) bool {
+	return oldPolicy.Spec.Cluster != newPolicy.Spec.Cluster ||
+		!equality.Semantic.DeepEqual(oldPolicy.Spec.Allowances, newPolicy.Spec.Allowances)
 }
 
 // quotaMayAdmitMore tells a quota change after which a pod it refused may

@@ -1,0 +1,102 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	psaapi "k8s.io/pod-security-admission/api"
+
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// ConditionEphemeralContainersAllowed on a virtual pod tells whether the
+// ephemeral containers added to it (kubectl debug) may be added to its
+// physical pod. It is written False, naming each refused container and
+// why, when one would break the Pod Security level the mount namespace
+// enforces, and True once none does after that; a pod never debugged, or
+// debugged within the level, never gets it.
+const ConditionEphemeralContainersAllowed corev1.PodConditionType = "kubeocean.io/EphemeralContainersAllowed"
+
+// ReasonEphemeralContainersAllowed: no ephemeral container of the pod is
+// refused any more.
+const ReasonEphemeralContainersAllowed = "EphemeralContainersAllowed"
+
+// refusedEphemeralContainers judges the ephemeral containers that the
+// virtual pod has and its physical pod lacks as the physical Pod Security
+// admission judges an ephemeralcontainers update: the pod with the
+// container added, against the level the mount namespace enforces. Each
+// is judged alone, so one refused container keeps none of the others
+// back. It returns why each refused one is, by name; nil when the level is
+// not known (the physical cluster's own admission then judges).
+func (c *Controller) refusedEphemeralContainers(virtual, physical *corev1.Pod, m mapping) map[string]string {
+	level, ok := c.enforcedLevel()
+	if !ok || level.Level == psaapi.LevelPrivileged {
+		return nil
+	}
+	t := translation{
+		mountNamespace: c.mountNamespace,
+		owner:          c.owner,
+		physicalName:   m.name,
+		physicalNode:   physical.Spec.NodeName,
+		names:          dependencyNames{namespace: virtual.Namespace},
+		plan:           planIdentity(virtual),
+		apiServer:      c.apiServer,
+		allowed:        c.allowances.Current(),
+	}
+	base := physicalPod(virtual, t)
+	var refused map[string]string
+	for _, container := range missingEphemeralContainers(virtual, physical, t) {
+		pod := base.DeepCopy()
+		pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{container}
+		if message := c.podSecurity.violation(level, pod); message != "" {
+			if refused == nil {
+				refused = map[string]string{}
+			}
+			refused[container.Name] = message
+		}
+	}
+	return refused
+}
+
+// withoutEphemeralContainers is virtual without the ephemeral containers
+// named in refused; virtual itself when there are none.
+func withoutEphemeralContainers(virtual *corev1.Pod, refused map[string]string) *corev1.Pod {
+	if len(refused) == 0 {
+		return virtual
+	}
+	admitted := virtual.DeepCopy()
+	admitted.Spec.EphemeralContainers = slices.DeleteFunc(admitted.Spec.EphemeralContainers, func(e corev1.EphemeralContainer) bool {
+		_, ok := refused[e.Name]
+		return ok
+	})
+	return admitted
+}
+
+// reportEphemeralRefusals shows on the virtual pod which of its ephemeral
+// containers are refused: one Warning event per container, the first time
+// it is refused, and ConditionEphemeralContainersAllowed, written when it
+// changes.
+func (c *Controller) reportEphemeralRefusals(ctx context.Context, virtual *corev1.Pod, refused map[string]string) error {
+	key := controller.ObjectKey(virtual)
+	names := slices.Sorted(maps.Keys(refused))
+	lines := make([]string, 0, len(names))
+	for _, name := range names {
+		message := fmt.Sprintf("ephemeral container %q not added to the physical pod: it %s", name, refused[name])
+		lines = append(lines, message)
+		if c.refusals.rememberEphemeral(key, virtual.UID, name) {
+			c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPodSecurityViolation, message)
+			klog.FromContext(ctx).Info("Ephemeral container refused", "container", name, "message", message)
+		}
+	}
+	if len(lines) == 0 {
+		_, err := c.setPodCondition(ctx, virtual, ConditionEphemeralContainersAllowed, corev1.ConditionTrue, ReasonEphemeralContainersAllowed, "")
+		return err
+	}
+	_, err := c.setPodCondition(ctx, virtual, ConditionEphemeralContainersAllowed, corev1.ConditionFalse, ReasonPodSecurityViolation, strings.Join(lines, "; "))
+	return err
+}
