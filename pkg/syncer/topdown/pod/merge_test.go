@@ -13,6 +13,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/syncer/allowances"
 	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/lastapplied"
 )
 
 func TestMergeKeys(t *testing.T) {
@@ -262,4 +263,118 @@ func TestLastAppliedIsTheWorkloads(t *testing.T) {
 			t.Errorf("last-applied %s names %q", recorded, name)
 		}
 	}
+}
+
+// allowing is what a policy of the test binding allows.
+func allowing(a kubeoceanv1alpha1.WorkloadAllowances) allowances.Set {
+	return allowances.Of([]*kubeoceanv1alpha1.ResourceLeasingPolicy{{
+		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b", Allowances: &a},
+	}}, "b")
+}
+
+// applied is physical with patch applied to its labels and annotations.
+func applied(t *testing.T, physical *corev1.Pod, patch []byte) *corev1.Pod {
+	t.Helper()
+	var p struct {
+		Metadata struct {
+			Labels      map[string]*string `json:"labels"`
+			Annotations map[string]*string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(patch, &p); err != nil {
+		t.Fatal(err)
+	}
+	out := physical.DeepCopy()
+	out.Labels = lastapplied.Apply(physical.Labels, p.Metadata.Labels)
+	out.Annotations = lastapplied.Apply(physical.Annotations, p.Metadata.Annotations)
+	return out
+}
+
+// A pod made by the version that copied labels and annotations as they
+// were is moved to the translated form by its next patch, in place, and
+// needs none after.
+func TestUpdatePatchMovesThePreviousFormToTheTranslated(t *testing.T) {
+	virtual := fullVirtualPod()
+	physical := physicalFor(virtual)
+	physical.Labels = testOwner.Stamp(map[string]string{"app": "web"})
+	physical.Annotations = map[string]string{
+		"team": "a",
+		kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtualNS,
+		kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
+		kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(virtualUID),
+		AnnotationLastApplied: `{"labels":{"app":"web","kubeocean.io/binding-uid":"binding-uid","kubeocean.io/cluster-id":"c1","kubeocean.io/managed-by":"kubeocean"},` +
+			`"annotations":{"team":"a"},"images":{"containers/app":"nginx:1","initContainers/init":"busybox:1"}}`,
+	}
+	desired := desiredState(virtual, testOwner, allowances.Set{})
+	patch := updatePatch(physical, desired)
+	if patch == nil {
+		t.Fatal("no patch for a pod of the previous form")
+	}
+	if spec := decodePatch(t, patch)["spec"]; spec != nil {
+		t.Errorf("patch changes the spec: %v", spec)
+	}
+	moved := applied(t, physical, patch)
+	fresh := physicalFor(virtual)
+	if !maps.Equal(moved.Labels, fresh.Labels) || !maps.Equal(moved.Annotations, fresh.Annotations) {
+		t.Errorf("after the patch:\nlabels      %v\nannotations %v\nwant        %v\n            %v", moved.Labels, moved.Annotations, fresh.Labels, fresh.Annotations)
+	}
+	if again := updatePatch(moved, desired); again != nil {
+		t.Errorf("second patch = %s, want none", again)
+	}
+}
+
+func TestUpdatePatchOfTranslatedMetadata(t *testing.T) {
+	allowApp := allowing(kubeoceanv1alpha1.WorkloadAllowances{LabelKeys: []string{"app"}, AnnotationKeys: []string{"team"}})
+	t.Run("a changed label is changed in its translated form", func(t *testing.T) {
+		virtual := fullVirtualPod()
+		physical := physicalFor(virtual)
+		virtual.Labels["app"] = "api"
+		patch := decodePatch(t, updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})))
+		labels := patch["metadata"].(map[string]any)["labels"]
+		if want := map[string]any{"label.kubeocean.io/app": "api"}; !reflect.DeepEqual(labels, want) {
+			t.Errorf("labels patch = %v, want %v", labels, want)
+		}
+		annotations := patch["metadata"].(map[string]any)["annotations"].(map[string]any)
+		if got := annotations[tenantmeta.AnnotationVirtualLabels]; got != `{"app":"api"}` {
+			t.Errorf("original labels recorded as %v", got)
+		}
+	})
+	t.Run("allowed keys pass as they are, and go when no longer allowed", func(t *testing.T) {
+		virtual := fullVirtualPod()
+		desired := desiredState(virtual, testOwner, allowApp)
+		if desired.Labels["app"] != "web" || desired.Labels["label.kubeocean.io/app"] != "web" || desired.Annotations["team"] != "a" {
+			t.Fatalf("desired = %v, %v; want app and team as they are, app translated too", desired.Labels, desired.Annotations)
+		}
+		physical := physicalPod(virtual, translation{mountNamespace: mountNS, owner: testOwner, physicalName: physicalName,
+			physicalNode: physicalNode, names: resolvedNames(virtual), plan: planIdentity(virtual), allowed: allowApp})
+		if physical.Labels["app"] != "web" || physical.Annotations["team"] != "a" {
+			t.Fatalf("created with %v, %v; want the allowed keys", physical.Labels, physical.Annotations)
+		}
+		moved := applied(t, physical, updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})))
+		if _, ok := moved.Labels["app"]; ok {
+			t.Errorf("label app stays after its allowance went: %v", moved.Labels)
+		}
+		if _, ok := moved.Annotations["team"]; ok {
+			t.Errorf("annotation team stays after its allowance went: %v", moved.Annotations)
+		}
+		if moved.Labels["label.kubeocean.io/app"] != "web" {
+			t.Errorf("translated label lost: %v", moved.Labels)
+		}
+	})
+	t.Run("a tenant's kubeocean.io keys never set Kubeocean's", func(t *testing.T) {
+		virtual := fullVirtualPod()
+		virtual.Labels[kubeoceanv1alpha1.LabelBindingUID] = "other-binding"
+		virtual.Labels[kubeoceanv1alpha1.LabelVirtualNamespace] = "other-namespace"
+		virtual.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "other-uid"
+		forgeAll := allowing(kubeoceanv1alpha1.WorkloadAllowances{LabelKeys: []string{"kubeocean.io/*"}, AnnotationKeys: []string{"kubeocean.io/*"}})
+		desired := desiredState(virtual, testOwner, forgeAll)
+		if desired.Labels[kubeoceanv1alpha1.LabelBindingUID] != string(testBinding) ||
+			desired.Labels[kubeoceanv1alpha1.LabelVirtualNamespace] != virtualNS ||
+			desired.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtualUID) {
+			t.Errorf("desired = %v, %v; want Kubeocean's own values", desired.Labels, desired.Annotations)
+		}
+		if desired.Labels[tenantmeta.LabelKey(kubeoceanv1alpha1.LabelBindingUID)] != "other-binding" {
+			t.Errorf("the tenant's label is not kept translated: %v", desired.Labels)
+		}
+	})
 }
