@@ -1,13 +1,16 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -17,11 +20,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
 	"github.com/kubeocean/kubeocean/test/stack"
+	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
 // metricsNode is the physical node whose /metrics/resource kwok serves.
@@ -229,4 +235,152 @@ func kubeletGet(t *testing.T, url, token string) (int, string) {
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// TestKubeletExecNeedsCreate runs the shipped manager and syncer on one
+// lent node with the sample application, and opens exec sessions straight
+// on the syncer's kubelet API with a WebSocket GET (see execNeedsCreate).
+func TestKubeletExecNeedsCreate(t *testing.T) {
+	s := startWorld(t)
+	ctx := t.Context()
+	step(t, "install CRDs", s.InstallCRDs(ctx))
+	step(t, "install RBAC", s.InstallRBAC(ctx, "virtual"))
+	step(t, "create physical nodes", s.CreateNodes(ctx, []string{metricsNode}, map[string]string{stack.LendableLabel: "true"}))
+	physicalKubeconfig, err := s.PhysicalSyncerKubeconfig(ctx)
+	step(t, "physical kubeconfig", err)
+	step(t, "bind", s.Bind(ctx, physicalKubeconfig))
+	_, err = s.Virtual.Kubectl(ctx, "apply", "-k", testenv.RepoPath("manifests/deploy"))
+	step(t, "apply manifests/deploy", err)
+	startManager(t, managerDeploymentArgs(t, "deployment")...)
+	startSyncerOfDeployment(t)
+	step(t, "virtual nodes Ready", s.WaitVirtualNodesReady(waitCtx(t), 1))
+	step(t, "deploy the sample application", s.DeployApp(ctx))
+	step(t, "application running", s.WaitAppRunning(waitCtx(t)))
+	pods, err := s.VirtualKube.CoreV1().Pods(stack.AppNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + stack.AppName})
+	step(t, "list the application's pods", err)
+	if len(pods.Items) == 0 {
+		t.Fatal("the application has no pods")
+	}
+	execNeedsCreate(t, &pods.Items[0])
+}
+
+// execNeedsCreate opens exec sessions straight on the syncer's kubelet
+// API of the pod's virtual node, as the virtual apiserver would: with a
+// WebSocket GET, an identity allowed only get nodes/proxy is refused by
+// the syncer (403), one allowed create nodes/proxy gets past it; the
+// latter also runs the command through SPDY (a POST), the way the virtual
+// apiserver calls a kubelet. (A WebSocket GET then reaches the physical
+// apiserver, which asks the syncer's identity for get pods/exec, which the
+// shipped physical RBAC does not grant: only create.)
+func execNeedsCreate(t *testing.T, pod *corev1.Pod) {
+	ctx, s := t.Context(), world
+	node, err := s.VirtualKube.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	step(t, "get "+pod.Spec.NodeName, err)
+	addr := net.JoinHostPort(node.Status.Addresses[0].Address, strconv.Itoa(int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)))
+	path := "/exec/" + pod.Namespace + "/" + pod.Name + "/" + pod.Spec.Containers[0].Name +
+		"?command=sh&command=-c&command=echo+hello+from+exec&output=1&error=1"
+	tokens := map[string]string{}
+	for _, verb := range []string{"get", "create"} {
+		name := "nodes-proxy-" + verb
+		grantNodesProxy(t, name, verb)
+		token, err := s.Virtual.ServiceAccountToken(ctx, "default", name)
+		step(t, "token of "+name, err)
+		tokens[verb] = token
+	}
+	refusedBySyncer := "Forbidden (user=system:serviceaccount:default:nodes-proxy-"
+	if code, body := websocketExec(t, addr, path, tokens["get"]); code != http.StatusForbidden || !strings.Contains(body, refusedBySyncer+"get, verb=create") {
+		t.Errorf("WebSocket GET %s with get nodes/proxy: %d %q, want the syncer's 403 for verb create", path, code, body)
+	}
+	if code, body := websocketExec(t, addr, path, tokens["create"]); strings.Contains(body, refusedBySyncer) {
+		t.Errorf("WebSocket GET %s with create nodes/proxy: %d %q, refused by the syncer", path, code, body)
+	}
+	config := &rest.Config{Host: "https://" + addr, BearerToken: tokens["create"], TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	executor, err := remotecommand.NewSPDYExecutor(config, http.MethodPost, &url.URL{Scheme: "https", Host: addr, Path: strings.Split(path, "?")[0], RawQuery: strings.Split(path, "?")[1]})
+	step(t, "SPDY executor", err)
+	var stdout, stderr bytes.Buffer
+	err = executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	if err != nil || stdout.String() != "hello from exec\n" {
+		t.Errorf("SPDY exec with create nodes/proxy: %v, stdout %q, stderr %q", err, stdout.String(), stderr.String())
+	}
+}
+
+// grantNodesProxy binds the ServiceAccount default/name to a ClusterRole
+// of verb on nodes/proxy only.
+func grantNodesProxy(t *testing.T, name, verb string) {
+	ctx, s := t.Context(), world
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{verb}}},
+	}
+	_, err := s.VirtualKube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+	step(t, "create ClusterRole "+name, err)
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: name}},
+	}
+	_, err = s.VirtualKube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+	step(t, "create ClusterRoleBinding "+name, err)
+}
+
+// websocketExec sends an exec upgrade as a WebSocket GET (protocol
+// v5.channel.k8s.io) with a bearer token and returns the status code, and
+// for a session what its stdout and stderr channels carried (until the
+// status channel, or the end of the stream), else the body.
+func websocketExec(t *testing.T, addr, path, token string) (int, string) {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // self-signed serving certificate
+	step(t, "dial the kubelet API at "+addr, err)
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	_, err = fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: a3ViZW9jZWFuLWUyZS1rZXk=\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n", path, addr, token)
+	step(t, "send the exec request", err)
+	reader := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(reader, nil)
+	step(t, "read the exec response", err)
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	var output strings.Builder
+	for {
+		payload, err := readFrame(reader)
+		if err != nil || len(payload) == 0 || payload[0] == 3 { // 3: the status channel, sent last
+			return resp.StatusCode, output.String()
+		}
+		if payload[0] == 1 || payload[0] == 2 {
+			output.Write(payload[1:])
+		}
+	}
+}
+
+// readFrame reads one unmasked WebSocket frame from the server and
+// returns its payload.
+func readFrame(r *bufio.Reader) ([]byte, error) {
+	var header [2]byte
+	if _, err := io.ReadFull(r, header[:]); err != nil {
+		return nil, err
+	}
+	n := uint64(header[1] & 0x7f)
+	switch n {
+	case 126:
+		var ext [2]byte
+		if _, err := io.ReadFull(r, ext[:]); err != nil {
+			return nil, err
+		}
+		n = uint64(binary.BigEndian.Uint16(ext[:]))
+	case 127:
+		var ext [8]byte
+		if _, err := io.ReadFull(r, ext[:]); err != nil {
+			return nil, err
+		}
+		n = binary.BigEndian.Uint64(ext[:])
+	}
+	if n > 1<<20 {
+		return nil, fmt.Errorf("frame of %d bytes", n)
+	}
+	payload := make([]byte, n)
+	_, err := io.ReadFull(r, payload)
+	return payload, err
 }
