@@ -118,8 +118,11 @@ func (d *demo) setUp(ctx context.Context) error {
 	if err := d.do(ctx, "kubectl apply the CRDs (manifests/crds) to both clusters", s.InstallCRDs); err != nil {
 		return err
 	}
-	if err := d.do(ctx, "kubectl apply the RBAC: manifests/rbac/in-process (virtual), manifests/rbac/physical (physical)", func(ctx context.Context) error {
-		return s.InstallRBAC(ctx, "in-process")
+	if err := d.do(ctx, "kubectl apply the RBAC: manifests/rbac/in-process (virtual), manifests/rbac/physical (physical); and the admission policy: manifests/admission (virtual)", func(ctx context.Context) error {
+		if err := s.InstallRBAC(ctx, "in-process"); err != nil {
+			return err
+		}
+		return s.InstallAdmission(ctx)
 	}); err != nil {
 		return err
 	}

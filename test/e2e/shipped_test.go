@@ -29,11 +29,11 @@ const (
 	csiSecretBinding = "kubeocean-syncer-csi-secrets"
 )
 
-// TestShippedManifests applies the shipped CRDs, RBAC, manager Deployment
-// and samples with kubectl, runs the manager with the arguments of the
-// shipped Deployment and the syncer with those of the Deployment the
-// manager renders, each as its ServiceAccount, and takes a workload
-// through creation, changes and deletion, then unbinds. Afterwards the
+// TestShippedManifests applies the shipped CRDs, RBAC, admission policy,
+// manager Deployment and samples with kubectl, runs the manager with the
+// arguments of the shipped Deployment and the syncer with those of the
+// Deployment the manager renders, each as its ServiceAccount, and takes a
+// workload through creation, changes and deletion, then unbinds. Afterwards the
 // audit logs must show no refused request and no unused grant.
 func TestShippedManifests(t *testing.T) {
 	s := startWorld(t)
@@ -96,6 +96,9 @@ func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.B
 	ctx, s := t.Context(), world
 	step(t, "install CRDs", s.InstallCRDs(ctx))
 	step(t, "install RBAC", s.InstallRBAC(ctx, virtualRBAC))
+	// Kubeocean records its pod mappings under the shipped admission
+	// policy, which refuses them to anyone else.
+	step(t, "install the admission policy", s.InstallAdmission(waitCtx(t)))
 	// The samples the flow does not apply pass the schema.
 	_, err := s.Physical.Kubectl(ctx, "apply", "--dry-run=server", "-f", testenv.RepoPath("manifests/samples/resourceleasingpolicy-office-hours.yaml"))
 	step(t, "office-hours sample", err)

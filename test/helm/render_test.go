@@ -40,7 +40,7 @@ func TestChartsRenderThePlainManifests(t *testing.T) {
 		name:  "virtual, deployment mode",
 		chart: virtualChart,
 		want: func(t *testing.T) objects {
-			return kustomize(t, "manifests/rbac/virtual").add(kustomize(t, "manifests/deploy")).
+			return kustomize(t, "manifests/rbac/virtual").add(kustomize(t, "manifests/deploy")).add(kustomize(t, "manifests/admission")).
 				add(readManifest(t, "manifests/crds/kubeocean.io_clusterbindings.yaml")).without(systemNamespaceKey)
 		},
 	}, {
@@ -54,7 +54,7 @@ func TestChartsRenderThePlainManifests(t *testing.T) {
 				}
 				return s
 			})
-			return kustomize(t, "manifests/rbac/in-process").add(deploy).
+			return kustomize(t, "manifests/rbac/in-process").add(deploy).add(kustomize(t, "manifests/admission")).
 				add(readManifest(t, "manifests/crds/kubeocean.io_clusterbindings.yaml")).without(systemNamespaceKey)
 		},
 	}, {

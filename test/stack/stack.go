@@ -132,6 +132,33 @@ func (s *Stack) InstallRBAC(ctx context.Context, virtual string) error {
 	return err
 }
 
+// InstallAdmission applies manifests/admission to the virtual cluster: the
+// policy under which only Kubeocean sets kubeocean.io/ metadata on pods.
+// It returns once the apiserver enforces it (policies take effect a moment
+// after they are stored): a dry run of a pod with such an annotation, as
+// admin, is refused.
+func (s *Stack) InstallAdmission(ctx context.Context) error {
+	if _, err := s.Virtual.Kubectl(ctx, "apply", "-k", testenv.RepoPath("manifests/admission")); err != nil {
+		return err
+	}
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "admission-probe", Annotations: map[string]string{"kubeocean.io/probe": "x"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	return Poll(ctx, "the virtual apiserver enforces manifests/admission", func(ctx context.Context) (string, error) {
+		_, err := s.VirtualKube.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), PodMetadataRefusal) {
+			return "", nil
+		}
+		return fmt.Sprintf("a pod with a kubeocean.io/ annotation: %v", err), nil
+	})
+}
+
+// PodMetadataRefusal is what the virtual apiserver answers, under
+// manifests/admission, to whoever but Kubeocean sets, changes or removes a
+// kubeocean.io/ label or annotation of a pod.
+const PodMetadataRefusal = "only Kubeocean may set kubeocean.io/ labels and annotations on pods"
+
 // CreateNodes creates physical nodes that kwok makes Ready, each with 4
 // CPUs and 16 GiB, with labels.
 func (s *Stack) CreateNodes(ctx context.Context, names []string, labels map[string]string) error {
