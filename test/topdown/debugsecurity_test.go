@@ -1,0 +1,129 @@
+package topdown
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/test/testenv"
+)
+
+// physicalEphemeralContainerRequests is the physical apiserver's count of
+// requests to pods/ephemeralcontainers, whatever their verb and answer,
+// from its own metrics.
+func physicalEphemeralContainerRequests(t *testing.T) int {
+	t.Helper()
+	raw, err := physicalCluster.Clientset().Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `resource="pods"`) &&
+			strings.Contains(line, `subresource="ephemeralcontainers"`) {
+			fields := strings.Fields(line)
+			n, _ := strconv.Atoi(fields[len(fields)-1])
+			total += n
+		}
+	}
+	return total
+}
+
+// addDebugContainer does what kubectl debug does to the virtual pod.
+func addDebugContainer(t *testing.T, w *testenv.SyncerWorld, ns, name string, c corev1.EphemeralContainer) {
+	t.Helper()
+	virtual, err := w.Virtual.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	virtual.Spec.EphemeralContainers = append(virtual.Spec.EphemeralContainers, c)
+	if _, err := w.Virtual.CoreV1().Pods(ns).UpdateEphemeralContainers(t.Context(), name, virtual, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKubectlDebugSysadminRefusedAtBaseline: kubectl debug
+// --profile=sysadmin adds a privileged ephemeral container; against the
+// mount namespace's baseline level the syncer refuses it before sending
+// anything (the physical apiserver sees no pods/ephemeralcontainers
+// request), and the virtual pod says why in a condition and one event. A
+// general-profile debug container added next is sent: the count moves.
+func TestKubectlDebugSysadminRefusedAtBaseline(t *testing.T) {
+	w := lendNode(t, "debugpsa", "cls-debugpsa")
+	ctx := t.Context()
+	ns := "debugpsa"
+	testenv.CreateNamespace(t, w.Virtual, ns)
+	web := workload(ns, "web", w.ClusterID, func(p *corev1.Pod) {
+		p.Spec.NodeName = w.VirtualNode(w.Binding + "-node")
+		p.Spec.AutomountServiceAccountToken = ptr.To(false)
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	})
+	if _, err := w.Virtual.CoreV1().Pods(ns).Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 60*time.Second, "the virtual pod runs", func(ctx context.Context) (bool, error) {
+		p, err := w.Virtual.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Status.Phase == corev1.PodRunning, fmt.Errorf("phase %s", p.Status.Phase)
+	})
+
+	before := physicalEphemeralContainerRequests(t)
+	addDebugContainer(t, w, ns, "web", corev1.EphemeralContainer{
+		TargetContainerName: "app",
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debugger-sysadmin", Image: "busybox:1.36", Stdin: true, TTY: true,
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+		},
+	})
+	var condition corev1.PodCondition
+	testenv.WaitFor(t, 60*time.Second, "the virtual pod says the debug container is refused", func(ctx context.Context) (bool, error) {
+		p, err := w.Virtual.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == pod.ConditionEphemeralContainersAllowed {
+				condition = c
+				return c.Status == corev1.ConditionFalse, fmt.Errorf("condition %+v", c)
+			}
+		}
+		return false, fmt.Errorf("no condition")
+	})
+	for _, want := range []string{`"debugger-sysadmin"`, "privileged", "baseline"} {
+		if !strings.Contains(condition.Message, want) {
+			t.Errorf("condition message %q does not say %s", condition.Message, want)
+		}
+	}
+	// Resyncs come and go; nothing is sent, and it is said once.
+	time.Sleep(5 * time.Second)
+	if n := physicalEphemeralContainerRequests(t) - before; n != 0 {
+		t.Errorf("%d pods/ephemeralcontainers requests reached the physical apiserver, want 0", n)
+	}
+	if n := eventsFor(t, w, ns, "web", pod.ReasonPodSecurityViolation); n != 1 {
+		t.Errorf("%d %s events, want 1", n, pod.ReasonPodSecurityViolation)
+	}
+
+	addDebugContainer(t, w, ns, "web", corev1.EphemeralContainer{
+		TargetContainerName:      "app",
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: "busybox:1.36", Stdin: true, TTY: true},
+	})
+	physical := waitPhysicalPod(t, w, ns, "web", "the general debug container reaches the physical pod", func(p *corev1.Pod) (bool, error) {
+		return len(p.Spec.EphemeralContainers) > 0, fmt.Errorf("no ephemeral containers")
+	})
+	if got := physical.Spec.EphemeralContainers; len(got) != 1 || got[0].Name != "debugger" {
+		t.Errorf("physical ephemeral containers %+v, want debugger alone", got)
+	}
+	if n := physicalEphemeralContainerRequests(t) - before; n != 1 {
+		t.Errorf("%d pods/ephemeralcontainers requests after the general container, want 1", n)
+	}
+}
