@@ -16,6 +16,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
+	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/test/stack"
 )
 
@@ -86,7 +87,7 @@ func changeWorkload(t *testing.T) {
 	})
 	kubectlV("-n", stack.AppNamespace, "label", "pod", "db", "tier=data")
 	waitCopy(t, "label of pod db", func(ctx context.Context) (bool, error) {
-		pods, err := s.PhysicalKube.CoreV1().Pods(stack.MountNamespace).List(ctx, metav1.ListOptions{LabelSelector: "tier=data"})
+		pods, err := s.PhysicalKube.CoreV1().Pods(stack.MountNamespace).List(ctx, metav1.ListOptions{LabelSelector: tenantmeta.LabelKey("tier") + "=data"})
 		return err == nil && len(pods.Items) == 1, err
 	})
 

@@ -28,6 +28,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/podstatus"
+	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -84,7 +85,7 @@ func TestPodController(t *testing.T) {
 		[]byte(`{"metadata":{"labels":{"tier":"frontend"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitForPhysicalPod(physicalName, func(p *corev1.Pod) bool { return p.Labels["tier"] == "frontend" })
+	e.waitForPhysicalPod(physicalName, func(p *corev1.Pod) bool { return p.Labels[tenantmeta.LabelKey("tier")] == "frontend" })
 
 	// Deleting the virtual pod (gracefully: no kubelet would finish it)
 	// deletes the physical pod, then the virtual pod goes.
@@ -291,7 +292,7 @@ func (e *podEnv) checkPhysicalPod(virtual, physical *corev1.Pod) {
 			t.Errorf("physical annotation %s = %q, want %q", k, physical.Annotations[k], v)
 		}
 	}
-	if physical.Labels[kubeoceanv1alpha1.LabelManagedBy] != kubeoceanv1alpha1.ManagedByKubeocean || physical.Labels["app"] != virtual.Name {
+	if physical.Labels[kubeoceanv1alpha1.LabelManagedBy] != kubeoceanv1alpha1.ManagedByKubeocean || physical.Labels[tenantmeta.LabelKey("app")] != virtual.Name {
 		t.Errorf("physical labels = %v", physical.Labels)
 	}
 	if physical.Spec.NodeName != e.physicalNode {

@@ -18,6 +18,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -339,7 +340,7 @@ func TestStatefulSetGetsStorageFromThePhysicalCluster(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		physical, err := w.Physical.CoreV1().Pods(w.Mount).List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+		physical, err := w.Physical.CoreV1().Pods(w.Mount).List(ctx, metav1.ListOptions{LabelSelector: tenantmeta.LabelKey("app") + "=db"})
 		if err != nil {
 			return false, err
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 )
 
@@ -29,14 +30,15 @@ type timeline struct {
 }
 
 // follow starts recording the pods labelled app=app: the physical ones in
-// the mount namespace (named after their virtual pod by annotation) and
+// the mount namespace (labelled in Kubeocean's form, named after their
+// virtual pod by annotation) and
 // the virtual ones in the virtual namespace.
 func follow(ctx context.Context, virtualKube, physKube kubernetes.Interface, app string) (*timeline, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	tl := &timeline{created: map[string]time.Time{}, physicalSeen: map[string]time.Time{},
 		physicalRun: map[string]time.Time{}, virtualRun: map[string]time.Time{}, changed: make(chan struct{}), stop: cancel}
 	managed := kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean
-	err := tl.watch(ctx, physKube, mount, managed+",app="+app, tl.physicalSeen, tl.physicalRun,
+	err := tl.watch(ctx, physKube, mount, managed+","+tenantmeta.LabelKey("app")+"="+app, tl.physicalSeen, tl.physicalRun,
 		func(p *corev1.Pod) string { return p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodName] })
 	if err == nil {
 		err = tl.watch(ctx, virtualKube, virtualNS, "app="+app, nil, tl.virtualRun, func(p *corev1.Pod) string { return p.Name })
