@@ -25,6 +25,11 @@ func createWorkload(t *testing.T) {
 	ctx, s := t.Context(), world
 	_, err := s.Physical.Kubectl(ctx, "apply", "-f", "testdata/storage-physical.yaml")
 	step(t, "physical storage class", err)
+	// The volume names a disk by its CSI handle: copied only once the
+	// lender allows the driver.
+	_, err = s.Physical.Kubectl(ctx, "patch", "resourceleasingpolicy", stack.BindingName, "--type=merge",
+		"-p", `{"spec":{"allowances":{"csiDrivers":["disk.csi.example.com"]}}}`)
+	step(t, "allow the volume's CSI driver", err)
 	step(t, "deploy the sample application", s.DeployApp(ctx))
 	_, err = s.Virtual.Kubectl(ctx, "apply", "-f", "testdata/storage-virtual.yaml")
 	step(t, "apply the volume", err)
