@@ -45,9 +45,13 @@ func TestOf(t *testing.T) {
 		{"volume source not listed", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "b", wide)}, func(s Set) bool { return s.VolumeSource("hostPath") }, false},
 		{"another binding's policy counts not", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "other", wide)}, func(s Set) bool { return s.CSIDriver("csi.example.com") }, false},
 		{"both policies allow", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "b", wide), policy("q", "b", narrow)},
-			func(s Set) bool { return s.CSIDriver("csi.example.com") && s.RuntimeClass("gvisor") && s.LabelKey("example.com/x") }, true},
+			func(s Set) bool {
+				return s.CSIDriver("csi.example.com") && s.RuntimeClass("gvisor") && s.LabelKey("example.com/x")
+			}, true},
 		{"one policy forbids", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "b", wide), policy("q", "b", narrow)},
-			func(s Set) bool { return s.CSIDriver("ebs.csi.aws.com") || s.RuntimeClass("kata") || s.VolumeSource("nfs") }, false},
+			func(s Set) bool {
+				return s.CSIDriver("ebs.csi.aws.com") || s.RuntimeClass("kata") || s.VolumeSource("nfs")
+			}, false},
 		{"one policy without allowances forbids all", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "b", wide), policy("q", "b", nil)},
 			func(s Set) bool { return s.LabelKey("app") }, false},
 	} {
