@@ -331,6 +331,36 @@ func TestKubeletAPI(t *testing.T) {
 			t.Errorf("healthz: %q", out)
 		}
 	})
+
+	// Last, since it stops the syncer: an open exec session does not
+	// outlive the syncer's kubelet API, which closes its streams (and the
+	// physical connections behind them) before it returns.
+	t.Run("streams end with the syncer", func(t *testing.T) {
+		_, wait := streamUntil(t, admin, "ready", "exec", "-i", "-n", "team-a", "web", "--", "sh", "-c", "echo ready; sleep 60")
+		if n := streamGoroutines(); n == 0 {
+			t.Fatal("no stream is being served during the exec")
+		}
+		w.StopSyncer()
+		if n := streamGoroutines(); n != 0 {
+			t.Errorf("%d goroutines still serve a stream once the syncer has stopped", n)
+		}
+		ended := make(chan struct{})
+		go func() { wait(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(15 * time.Second):
+			t.Error("kubectl exec still runs 15 s after the syncer stopped")
+		}
+	})
+}
+
+// streamGoroutines counts goroutines proxying an exec, attach or
+// port-forward stream in this process (the syncer runs in the test
+// binary).
+func streamGoroutines() int {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
+	return strings.Count(buf.String(), "kubeletapi.(*streamProxy).serve")
 }
 
 // streamUntil runs a kubectl that streams until it is stopped, and reads
