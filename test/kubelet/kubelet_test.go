@@ -23,6 +23,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/syncer"
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -475,17 +476,9 @@ func logReader(t *testing.T, w *testenv.SyncerWorld, ns string) string {
 // requests, from its own metrics.
 func physicalLogRequests(t *testing.T) int {
 	t.Helper()
-	raw, err := physicalCluster.Clientset().Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	requests, err := benchenv.ScrapeAPIServer(t.Context(), physicalCluster)
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `resource="pods"`) && strings.Contains(line, `subresource="log"`) {
-			fields := strings.Fields(line)
-			n, _ := strconv.Atoi(fields[len(fields)-1])
-			total += n
-		}
-	}
-	return total
+	return int(requests.Total(func(r benchenv.APIRequest) bool { return r.Resource == "pods/log" }))
 }

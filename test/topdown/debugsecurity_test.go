@@ -3,7 +3,6 @@ package topdown
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -21,20 +21,11 @@ import (
 // from its own metrics.
 func physicalEphemeralContainerRequests(t *testing.T) int {
 	t.Helper()
-	raw, err := physicalCluster.Clientset().Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	requests, err := benchenv.ScrapeAPIServer(t.Context(), physicalCluster)
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `resource="pods"`) &&
-			strings.Contains(line, `subresource="ephemeralcontainers"`) {
-			fields := strings.Fields(line)
-			n, _ := strconv.Atoi(fields[len(fields)-1])
-			total += n
-		}
-	}
-	return total
+	return int(requests.Total(func(r benchenv.APIRequest) bool { return r.Resource == "pods/ephemeralcontainers" }))
 }
 
 // addDebugContainer does what kubectl debug does to the virtual pod.

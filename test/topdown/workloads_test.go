@@ -3,7 +3,6 @@ package topdown
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -28,23 +28,13 @@ import (
 // reached it and did not pass.
 func refusedPodCreates(t *testing.T) int {
 	t.Helper()
-	raw, err := physicalCluster.Clientset().Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	requests, err := benchenv.ScrapeAPIServer(t.Context(), physicalCluster)
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="pods"`) ||
-			!strings.Contains(line, `subresource=""`) || !strings.Contains(line, `verb="POST"`) {
-			continue
-		}
-		if strings.Contains(line, `code="403"`) || strings.Contains(line, `code="422"`) {
-			fields := strings.Fields(line)
-			n, _ := strconv.Atoi(fields[len(fields)-1])
-			total += n
-		}
-	}
-	return total
+	return int(requests.Total(func(r benchenv.APIRequest) bool {
+		return r.Resource == "pods" && r.Verb == "POST" && (r.Code == "403" || r.Code == "422")
+	}))
 }
 
 // createdCondition waits until the virtual pod carries
