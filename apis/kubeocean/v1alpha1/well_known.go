@@ -91,6 +91,11 @@ const (
 	// lets the manager finish unbinding without the syncer's cleanup, for
 	// a physical cluster that is gone or unreachable.
 	AnnotationForceUnbind = "kubeocean.io/force-unbind"
+	// AnnotationDeleteVolumes set to "true" on a ClusterBinding lets its
+	// unbinding delete the physical volumes it provisioned, by their
+	// class's reclaim policy. Without it, unbinding sets their reclaim
+	// policy to Retain and leaves them in place, with their data.
+	AnnotationDeleteVolumes = "kubeocean.io/delete-volumes"
 
 	// FinalizerResourceLeasingPolicy holds a policy until the nodes it lent
 	// are reclaimed.

@@ -18,6 +18,10 @@ type kindOps struct {
 	belongs func(obj metav1.Object) bool
 	delete  func(ctx context.Context, obj metav1.Object) error
 	patch   func(ctx context.Context, obj metav1.Object, data []byte) error
+	// keep, for physical kinds whose deletion could take data with it,
+	// runs before delete and must succeed first; it returns a volume left
+	// in place, to be listed.
+	keep func(ctx context.Context, obj metav1.Object) (*retainedVolume, error)
 }
 
 // objects turns a list's items into metadata accessors.
@@ -43,8 +47,9 @@ func byLabel(selector string) metav1.ListOptions { return metav1.ListOptions{Lab
 // in the mount namespace; everything the binding made carries its identity
 // (the listing selects on it, belongs checks it again), so another binding's
 // copies in the same namespace, or PVs whose claims live there, are never
-// swept.
-func (c *Controller) physicalKinds() []kindOps {
+// swept. Deleting a claim or a PV never deletes a volume's data unless
+// deleteVolumes (the operator's request) lets provisioned volumes go.
+func (c *Controller) physicalKinds(deleteVolumes bool) []kindOps {
 	core, ns := c.opts.PhysicalKube.CoreV1(), c.opts.MountNamespace
 	inMount := func(obj metav1.Object) bool { return obj.GetNamespace() == ns && c.owner.Owns(obj) }
 	return []kindOps{
@@ -80,6 +85,9 @@ func (c *Controller) physicalKinds() []kindOps {
 			},
 			delete: func(ctx context.Context, o metav1.Object) error {
 				return core.PersistentVolumeClaims(ns).Delete(ctx, o.GetName(), uidPrecondition(o))
+			},
+			keep: func(ctx context.Context, o metav1.Object) (*retainedVolume, error) {
+				return c.keepClaimData(ctx, o, deleteVolumes)
 			}},
 		{kind: "PersistentVolume",
 			belongs: func(o metav1.Object) bool {
@@ -95,6 +103,9 @@ func (c *Controller) physicalKinds() []kindOps {
 			},
 			delete: func(ctx context.Context, o metav1.Object) error {
 				return core.PersistentVolumes().Delete(ctx, o.GetName(), uidPrecondition(o))
+			},
+			keep: func(ctx context.Context, o metav1.Object) (*retainedVolume, error) {
+				return nil, c.keepCopyData(ctx, o)
 			}},
 	}
 }

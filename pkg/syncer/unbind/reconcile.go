@@ -50,7 +50,7 @@ func (c *Controller) sync(ctx context.Context, _ string) (controller.Result, err
 	if err := c.releasePolicies(ctx); err != nil {
 		return controller.Result{}, err
 	}
-	if err := c.sweep(ctx); err != nil {
+	if err := c.sweep(ctx, binding); err != nil {
 		return controller.Result{}, err
 	}
 	remaining := slices.DeleteFunc(slices.Clone(binding.Finalizers), func(f string) bool { return f == finalizer })

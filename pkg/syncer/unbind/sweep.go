@@ -20,29 +20,19 @@ import (
 // sweep removes what the binding left behind once its pods and nodes are
 // gone: its host port placeholders (which go with their virtual nodes
 // anyway, unless the virtual cluster's garbage collector is behind), the
-// physical copies of ConfigMaps, Secrets, PVCs and PVs it made,
+// physical copies of ConfigMaps, Secrets, PVCs and PVs it made, and the
+// holder claims of the volumes it provisioned (whose volumes stay, with
+// their data, unless the operator asked otherwise: see keepClaimData),
 // and its marks (finalizer, labels, annotations) on the virtual objects
 // they were copied from, so those look as they did before the binding.
-func (c *Controller) sweep(ctx context.Context) error {
+func (c *Controller) sweep(ctx context.Context, binding *kubeoceanv1alpha1.ClusterBinding) error {
 	// Before the virtual Secrets lose the used-by-pv mark that finds them.
 	errs := []error{c.deleteCSISecretCopies(ctx), c.deletePlaceholders(ctx)}
-	for _, ops := range c.physicalKinds() {
-		objs, err := ops.list(ctx, c.owner.Selector())
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, obj := range objs {
-			if !ops.belongs(obj) {
-				continue
-			}
-			if err := ops.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
-				continue
-			}
-			klog.FromContext(ctx).V(2).Info("Deleted leftover physical object", "kind", ops.kind, "object", klog.KObj(obj))
-		}
-	}
+	kept, err := c.sweepPhysical(ctx, deletesVolumes(binding))
+	errs = append(errs, err)
+	// Listed even when the sweep failed part way: those volumes are kept
+	// already, and the next pass lists only what it keeps itself.
+	c.reportRetained(ctx, binding, kept)
 	synced := kubeoceanv1alpha1.SyncedByLabel(c.opts.ClusterID)
 	for _, ops := range c.virtualKinds() {
 		objs, err := ops.list(ctx, synced)
@@ -57,6 +47,42 @@ func (c *Controller) sweep(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sweepPhysical deletes the binding's physical copies and holder claims.
+// An object whose keep step fails is not deleted: its data comes first.
+func (c *Controller) sweepPhysical(ctx context.Context, deleteVolumes bool) ([]retainedVolume, error) {
+	logger := klog.FromContext(ctx)
+	var kept []retainedVolume
+	var errs []error
+	for _, ops := range c.physicalKinds(deleteVolumes) {
+		objs, err := ops.list(ctx, c.owner.Selector())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, obj := range objs {
+			if !ops.belongs(obj) {
+				continue
+			}
+			var volume *retainedVolume
+			if ops.keep != nil {
+				if volume, err = ops.keep(ctx, obj); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+			}
+			if err := ops.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+				continue
+			}
+			if volume != nil {
+				kept = append(kept, *volume)
+			}
+			logger.V(2).Info("Deleted leftover physical object", "kind", ops.kind, "object", klog.KObj(obj))
+		}
+	}
+	return kept, errors.Join(errs...)
 }
 
 // unmark removes the binding's finalizer, synced-by label and mapping
