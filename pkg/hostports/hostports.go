@@ -1,8 +1,9 @@
-// Package hostports knows which host ports the pods Kubeocean does not run
-// hold on each physical node, read as the scheduler reads them, so that the
-// virtual scheduler can be kept off them (a placeholder pod per virtual
-// node carries them, see package portholder) and a pod placed on a port
-// that was taken meanwhile is not sent to the physical cluster.
+// Package hostports knows which host ports the pods a binding does not run
+// (the physical cluster's own, and other bindings') hold on each physical
+// node, read as the scheduler reads them, so that the virtual scheduler can
+// be kept off them (a placeholder pod per virtual node carries them, see
+// package portholder) and a pod placed on a port that was taken meanwhile
+// is not sent to the physical cluster.
 package hostports
 
 import (

@@ -8,16 +8,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
-	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/hostports"
 	"github.com/kubeocean/kubeocean/pkg/intern"
 	"github.com/kubeocean/kubeocean/pkg/objectmeta"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
-// PodUsage is the compact form in which the syncer caches the pods it does
-// not run: only what a node's capacity needs. A physical cluster may hold
-// tens of thousands of such pods; as *corev1.Pod, even slimmed, each costs
-// a few kilobytes, as PodUsage about a hundred bytes plus its name.
+// PodUsage is the compact form in which the syncer caches the pods its
+// binding does not run: only what a node's capacity needs. A physical
+// cluster may hold tens of thousands of such pods; as *corev1.Pod, even
+// slimmed, each costs a few kilobytes, as PodUsage about a hundred bytes
+// plus its name.
 //
 // It keeps only the identity an informer's store and event handlers read
 // (namespace, name, resourceVersion) and implements metav1.Object over it
@@ -94,19 +95,34 @@ func (u *PodUsage) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// CompactForeignPod is an informer transform storing pods as *PodUsage
-// for capacity math. Kubeocean's own pods run on what was lent and must
-// never reduce it, so they are stored as holding nothing.
-func CompactForeignPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
+// CompactForeignPod is the informer transform of the pods that are not
+// owner's, storing them as *PodUsage for capacity math. Every pod that runs
+// on a node and is not the binding's own holds what it requests, pods of
+// other bindings (of this virtual cluster or another) included: they run on
+// what their binding was lent, which this binding must not lend again.
+//
+// Two kinds of pod are stored as holding nothing. The binding's own run on
+// what it lent and must never reduce it (the wiring's label selector keeps
+// them out already; a pod that carries owner's identity is never counted
+// whatever the selector). A legacy pod (managed-by, but no binding UID:
+// made before pods carried an identity) is counted as before, that is not
+// at all: only its mapping tells whose it is, so it may be this binding's
+// own, whose ports and requests counted as foreign would refuse it its own
+// host ports and lend its node twice over. Its binding adopts it (stamps its
+// identity) the first time it reconciles it, and from then on it counts
+// for every other binding.
+func CompactForeignPod(owner ownership.Owner) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil
+		}
+		u := UsageOf(pod)
+		if owner.Owns(pod) || ownership.Legacy(pod) {
+			u.HoldsResources = false
+		}
+		return u, nil
 	}
-	u := UsageOf(pod)
-	if pod.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean {
-		u.HoldsResources = false
-	}
-	return u, nil
 }
 
 // HostPortsOf reads a *PodUsage for a hostports.Tracker: its key, node and

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // BenchmarkForeignPodCache reports what one foreign pod costs in a cache
@@ -32,6 +34,7 @@ func BenchmarkForeignPodCache(b *testing.B) {
 		}
 		encoded[i] = data
 	}
+	compactPod := CompactForeignPod(ownership.Owner{ClusterID: "bench", BindingUID: "bench-uid"})
 	var perPod float64
 	for b.Loop() {
 		before := heapInUse()
@@ -42,7 +45,7 @@ func BenchmarkForeignPodCache(b *testing.B) {
 			if err := p.Unmarshal(data); err != nil {
 				b.Fatal(err)
 			}
-			compact, _ := CompactForeignPod(&p)
+			compact, _ := compactPod(&p)
 			if err := store.Add(compact); err != nil {
 				b.Fatal(err)
 			}

@@ -8,6 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 func TestPodUsageMatchesPodRequests(t *testing.T) {
@@ -72,4 +75,48 @@ func usageOn(node string, usages ...*PodUsage) corev1.ResourceList {
 		sums.Update(nil, u)
 	}
 	return sums.Of(node)
+}
+
+// TestCompactForeignPodCountsEveryPodButTheBindingsOwn: another binding's
+// pod (of this virtual cluster or another) holds what it requests, with its
+// host ports, like a pod Kubeocean does not run; the binding's own pods and
+// legacy pods (whose binding only their mapping proves) hold nothing.
+func TestCompactForeignPodCountsEveryPodButTheBindingsOwn(t *testing.T) {
+	owner := ownership.Owner{ClusterID: "worker-1", BindingUID: "uid-a"}
+	other := ownership.Owner{ClusterID: "worker-1", BindingUID: "uid-b"}
+	legacy := map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		holds  bool
+	}{
+		{"a pod Kubeocean does not run", map[string]string{"app": "web"}, true},
+		{"another binding's pod", other.Stamp(nil), true},
+		{"another virtual cluster's binding with the same cluster ID", ownership.Owner{ClusterID: "worker-1", BindingUID: "uid-c"}.Stamp(nil), true},
+		{"the binding's own pod", owner.Stamp(nil), false},
+		{"a legacy pod", legacy, false},
+	}
+	compact := CompactForeignPod(owner)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "p", Labels: tt.labels},
+				Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{container("cpu", "2")}},
+				Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+			}
+			pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+			obj, err := compact(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := obj.(*PodUsage)
+			_, node, ports, ok := HostPortsOf(u)
+			if u.HoldsResources != tt.holds || !ok {
+				t.Fatalf("HoldsResources = %v, want %v", u.HoldsResources, tt.holds)
+			}
+			if held := node == "n1" && len(ports) == 1; held != tt.holds {
+				t.Fatalf("host ports on %q: %v; want held = %v", node, ports, tt.holds)
+			}
+		})
+	}
 }

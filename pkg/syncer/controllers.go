@@ -33,7 +33,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		BindingName: e.binding.Name, ClusterID: clusterID,
 		VirtualNodesClient: e.virtual.Kube.CoreV1(), VirtualPodsClient: e.virtual.Kube.CoreV1(),
 		Bindings: bindings, Policies: policies, PhysicalNodes: physicalNodes,
-		ForeignPods:  ph.PodsWithoutIndexes(foreignPodScope()),
+		ForeignPods:  e.foreignPods(),
 		VirtualNodes: virtualNodes, VirtualPods: virtualPods,
 		PhysicalAnswers: e.physicalHealth.Answers, KubeletEndpoint: e.kubeletEndpoint,
 		Recorder: p.Recorder, Metrics: p.Metrics, DrainTimeout: e.opts.DrainTimeout,

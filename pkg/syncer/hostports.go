@@ -13,15 +13,16 @@ import (
 // that holds the host port placeholders of virtual nodes.
 const DefaultPlaceholderNamespace = "kubeocean-system"
 
-// hostPorts is the tracker of the host ports the foreign pods bind, fed
-// from the foreign pod informer the node controller reads too; made on
-// first use, shared by the placeholder and the pod controllers.
+// hostPorts is the tracker of the host ports bound by the pods that are
+// not the binding's own (other bindings' included), fed from the foreign
+// pod informer the node controller reads too; made on first use, shared by
+// the placeholder and the pod controllers.
 func (e *syncerEnv) hostPorts() (*hostports.Tracker, error) {
 	if e.hostPortTracker != nil {
 		return e.hostPortTracker, nil
 	}
 	tracker := hostports.NewTracker()
-	if err := tracker.Feed(e.physicalInformers.PodsWithoutIndexes(foreignPodScope()), resources.HostPortsOf); err != nil {
+	if err := tracker.Feed(e.foreignPods(), resources.HostPortsOf); err != nil {
 		return nil, err
 	}
 	e.hostPortTracker = tracker

@@ -114,17 +114,32 @@ func tokenSecretsScope(owner ownership.Owner, mountNamespace string) informers.S
 	}
 }
 
-// foreignPodScope: pods Kubeocean does not run that hold resources on a node,
-// stored compactly as *resources.PodUsage (so only the informer, never its
-// typed lister, may be used). Finished pods leave the watch (a delete
-// event), which is when they free their node's resources.
-func foreignPodScope() informers.Scope {
+// foreignPodScope: the pods that hold resources on a node and are not the
+// binding's own, stored compactly as *resources.PodUsage (so only the
+// informer, never its typed lister, may be used). That is every pod without
+// the binding's UID: a pod Kubeocean does not run, and also a pod of
+// another binding (of this virtual cluster or of another) on a node both
+// lend, which runs on what its own binding was lent and so is not this
+// binding's to lend. A `!=` requirement matches the pods without the label,
+// so the API server sends exactly those; the binding's own pods, which run
+// on what it lends and must not reduce it, stay out of this cache (they
+// are in boundScope's, slimmed apart) and never count: from its creation
+// on a pod carries its binding's UID. Finished pods leave the watch (a
+// delete event), which is when they free their node's resources.
+func foreignPodScope(owner ownership.Owner) informers.Scope {
 	return informers.Scope{
-		LabelSelector: kubeoceanv1alpha1.LabelManagedBy + "!=" + kubeoceanv1alpha1.ManagedByKubeocean,
+		LabelSelector: kubeoceanv1alpha1.LabelBindingUID + "!=" + string(owner.BindingUID),
 		FieldSelector: "spec.nodeName!=,status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed),
-		Slim:          resources.CompactForeignPod,
+		Slim:          resources.CompactForeignPod(owner),
 		SlimName:      "capacity",
 	}
+}
+
+// foreignPods is the informer of the pods that are not the binding's own
+// (foreignPodScope), which the node controller sums and the host port
+// tracker reads.
+func (e *syncerEnv) foreignPods() cache.SharedIndexInformer {
+	return e.physicalInformers.PodsWithoutIndexes(foreignPodScope(ownership.Of(e.binding)))
 }
 
 // physicalNodeScope: the physical nodes the binding's node selector may

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/resources"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 )
 
@@ -206,5 +208,68 @@ func TestVirtualPodScopeKeepsPodsOnTheBindingsVirtualNodes(t *testing.T) {
 	}
 	if virtualPodScope("cls-a", nil).KeepPodName == virtualPodScope("cls-b", nil).KeepPodName {
 		t.Error("two bindings' scopes must not share a factory")
+	}
+}
+
+// TestForeignPodScopeHoldsEveryPodButTheBindingsOwn: the foreign-pod cache
+// (capacity, host ports) holds every running pod that is not the binding's
+// own, the pods of other bindings included, while the binding's own pods
+// are in its bound cache only: each pod is in exactly one of the two, so
+// none is counted twice or missed. A legacy pod is in the foreign cache but
+// holds nothing until its binding stamps it (then it counts for the others).
+func TestForeignPodScopeHoldsEveryPodButTheBindingsOwn(t *testing.T) {
+	owner := ownership.Owner{ClusterID: "worker-1", BindingUID: "uid-a"}
+	scope, bound := foreignPodScope(owner), boundScope(owner, "mount")
+	foreignLabels, err := labels.Parse(scope.LabelSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boundLabels, err := labels.Parse(bound.LabelSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onNode, err := fields.ParseSelector(scope.FieldSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
+	for _, tt := range []struct {
+		name          string
+		labels        map[string]string
+		foreign, hold bool
+	}{
+		{"a pod Kubeocean does not run", map[string]string{"app": "web"}, true, true},
+		{"a pod without labels", nil, true, true},
+		{"another binding's pod", ownership.Owner{ClusterID: "worker-2", BindingUID: "uid-b"}.Stamp(nil), true, true},
+		{"another virtual cluster's binding of the same cluster ID", ownership.Owner{ClusterID: "worker-1", BindingUID: "uid-c"}.Stamp(nil), true, true},
+		{"a legacy pod", legacy, true, false},
+		{"the binding's own pod", owner.Stamp(nil), false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := foreignLabels.Matches(labels.Set(tt.labels)); got != tt.foreign {
+				t.Fatalf("foreign scope %q selects it: %v, want %v", scope.LabelSelector, got, tt.foreign)
+			}
+			if inBound := boundLabels.Matches(labels.Set(tt.labels)); inBound == tt.foreign {
+				t.Fatalf("in the bound cache %v and in the foreign cache %v: counted twice or missed", inBound, tt.foreign)
+			}
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "p", Labels: tt.labels},
+				Spec:   corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c"}}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			kept, err := scope.Slim(p)
+			if usage, ok := kept.(*resources.PodUsage); err != nil || !ok || usage.HoldsResources != tt.hold {
+				t.Fatalf("cached as %#v (%v), want a usage record holding resources: %v", kept, err, tt.hold)
+			}
+		})
+	}
+	for phase, want := range map[corev1.PodPhase]bool{corev1.PodPending: true, corev1.PodRunning: true, corev1.PodSucceeded: false, corev1.PodFailed: false} {
+		if got := onNode.Matches(fields.Set{"spec.nodeName": "node-1", "status.phase": string(phase)}); got != want {
+			t.Errorf("a %s pod on a node selected: %v, want %v", phase, got, want)
+		}
+	}
+	if onNode.Matches(fields.Set{"spec.nodeName": "", "status.phase": string(corev1.PodPending)}) {
+		t.Error("a pod on no node is selected")
+	}
+	if scope.String() == foreignPodScope(ownership.Owner{ClusterID: "worker-1", BindingUID: "uid-b"}).String() {
+		t.Error("two bindings' foreign scopes must not share a factory")
 	}
 }

@@ -47,8 +47,9 @@ type Options struct {
 	Policies kubeoceaninformers.ResourceLeasingPolicyInformer
 	// PhysicalNodes are the physical cluster's nodes.
 	PhysicalNodes corev1informers.NodeInformer
-	// ForeignPods are the physical pods that hold resources and that
-	// Kubeocean does not run, stored as *resources.PodUsage (the wiring
+	// ForeignPods are the physical pods that hold resources and that the
+	// binding does not run (other bindings' included: they run on what
+	// their binding was lent), stored as *resources.PodUsage (the wiring
 	// scopes them and compacts them with resources.CompactForeignPod). The
 	// controller sums them per node from the informer's events and needs no
 	// index on it.

@@ -24,6 +24,7 @@ import (
 	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/resources"
 )
 
@@ -31,6 +32,10 @@ const (
 	testBinding   = "worker-1"
 	testClusterID = "cls-1"
 )
+
+// testOwner is binding()'s identity, which the wiring's foreign-pod
+// transform is built with.
+var testOwner = ownership.Owner{ClusterID: testClusterID, BindingUID: "binding-uid"}
 
 // Friday 2026-11-20 12:00 UTC.
 var testNow = time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
@@ -131,7 +136,7 @@ type compactingStore struct {
 }
 
 func (s compactingStore) Add(obj any) error {
-	compact, err := resources.CompactForeignPod(obj)
+	compact, err := resources.CompactForeignPod(testOwner)(obj)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 const vnode = "vnode-cls-1-node-a"
@@ -355,17 +356,29 @@ func TestNotReadyDoesNotFightTheLifecycleController(t *testing.T) {
 	}
 }
 
-func TestKubeoceanPodsDoNotReduceCapacity(t *testing.T) {
+// The binding's own pods run on what it lent and do not reduce it; another
+// binding's pods on the same physical node (of this virtual cluster, or of
+// another one even with the same cluster ID) run on what their binding was
+// lent and are not this binding's to lend: they count like any other pod.
+func TestOnlyTheBindingsOwnPodsDoNotReduceCapacity(t *testing.T) {
 	f := newFixture(t)
 	f.add(f.bindings, binding())
 	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
 	f.add(f.physicalNodes, physicalNode("node-a", nil))
 	ours := foreignPod("ours", "node-a", "3", corev1.PodRunning)
-	ours.Labels = map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
-	f.add(f.foreignPods, ours)
+	ours.Labels = testOwner.Stamp(nil)
+	sibling := foreignPod("sibling", "node-a", "2", corev1.PodRunning)
+	sibling.Labels = ownership.Owner{ClusterID: "cls-2", BindingUID: "uid-2"}.Stamp(nil)
+	stranger := foreignPod("stranger", "node-a", "1", corev1.PodRunning)
+	stranger.Labels = ownership.Owner{ClusterID: testClusterID, BindingUID: "uid-of-another-virtual-cluster"}.Stamp(nil)
+	f.add(f.foreignPods, ours, sibling, stranger)
 	f.sync("node-a")
-	if got := f.virtualNode(vnode).Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("8")) != 0 {
-		t.Fatalf("cpu = %v, want all 8: Kubeocean's pods run on what was lent", got)
+	n := f.virtualNode(vnode)
+	if got := n.Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("5")) != 0 {
+		t.Fatalf("cpu = %v, want 8 - 2 - 1: the other bindings' pods count, the binding's own do not", got)
+	}
+	if got := n.Status.Allocatable[corev1.ResourcePods]; got.Value() != 108 {
+		t.Fatalf("pods = %v, want 110 - 2", got.String())
 	}
 }
 

@@ -19,7 +19,7 @@ func TestUsageHandlerSumsEveryEventAndPassesItOn(t *testing.T) {
 	compact := func(pod *corev1.Pod, rv string) *resources.PodUsage {
 		pod = pod.DeepCopy()
 		pod.ResourceVersion = rv
-		obj, _ := resources.CompactForeignPod(pod)
+		obj, _ := resources.CompactForeignPod(testOwner)(pod)
 		return obj.(*resources.PodUsage)
 	}
 	running := compact(foreignPod("batch", "node-a", "1500m", corev1.PodRunning), "1")

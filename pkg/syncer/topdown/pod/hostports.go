@@ -14,12 +14,12 @@ import (
 )
 
 // ReasonHostPortInUse: a host port the pod asks for is bound on its
-// physical node by a pod Kubeocean does not run; it is not sent until the
-// port is free.
+// physical node by a pod the binding does not run (another binding's
+// included); it is not sent until the port is free.
 const ReasonHostPortInUse = "HostPortInUse"
 
-// HostPorts tells the host ports bound on physical nodes by the pods
-// Kubeocean does not run; *hostports.Tracker.
+// HostPorts tells the host ports bound on physical nodes by the pods the
+// binding does not run, other bindings' included; *hostports.Tracker.
 type HostPorts interface {
 	Conflicts(node string, want []hostports.Port) []hostports.Port
 	OnChange(fn func(node string, freed bool))
@@ -99,7 +99,7 @@ func (c *Controller) hostPortsInUse(pod *corev1.Pod, physicalNode string) string
 	for i, p := range taken {
 		names[i] = p.String()
 	}
-	return fmt.Sprintf("host ports %s are in use on physical node %s by pods Kubeocean does not run; the pod is created once they are free",
+	return fmt.Sprintf("host ports %s are in use on physical node %s by pods this binding does not run; the pod is created once they are free",
 		strings.Join(names, ", "), physicalNode)
 }
 
