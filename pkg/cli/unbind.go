@@ -10,16 +10,19 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/syncer/unbind"
 )
 
 type unbindOptions struct {
-	name  string
-	force bool
-	wait  time.Duration
+	name          string
+	force         bool
+	deleteVolumes bool
+	wait          time.Duration
 }
 
 func newUnbindCommand(virtual *ClusterFlags) *cobra.Command {
@@ -29,6 +32,16 @@ func newUnbindCommand(virtual *ClusterFlags) *cobra.Command {
 		Short: "Unbind a physical cluster: delete its ClusterBinding and wait until the syncer has cleaned up.",
 		Long: `Delete the ClusterBinding NAME and wait until it is gone: its syncer drains and deletes the
 virtual nodes, deletes its pods and copies in the physical cluster and releases the policies.
+
+Volumes keep their data. The physical volumes the binding provisioned (for claims of its
+storage classes) are set to the reclaim policy Retain before their holder claims are deleted:
+they stay in the physical cluster, Released, annotated with the virtual claim they held, and
+the binding's VolumesRetained event (printed here once the binding is gone) lists them. The
+virtual claims and volumes stay in the virtual cluster. The storage of volumes copied from
+the virtual cluster's own PVs is never deleted: their physical copies are Retain.
+
+--delete-volumes deletes the provisioned physical volumes instead, by their storage class's
+reclaim policy (usually Delete: their data is gone). It sets kubeocean.io/delete-volumes.
 
 --force is for a physical cluster that is gone for good: it also sets kubeocean.io/force-unbind,
 so the manager stops the syncer and removes the finalizers without cleaning up the physical
@@ -45,17 +58,24 @@ physical RBAC are kept; delete them yourself when no other binding uses them.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.force, "force", false, "Unbind without cleaning up the physical cluster (when it is gone for good).")
+	cmd.Flags().BoolVar(&o.deleteVolumes, "delete-volumes", false, "Delete the physical volumes the binding provisioned, with their data, instead of keeping them.")
 	cmd.Flags().DurationVar(&o.wait, "wait", 5*time.Minute, "How long to wait for the binding to be gone; 0 does not wait.")
 	return cmd
 }
 
 func (o *unbindOptions) run(ctx context.Context, virtual *clients, out io.Writer) error {
+	if o.force && o.deleteVolumes {
+		// A forced unbinding cleans up nothing in the physical cluster, so
+		// it could not delete volumes: refuse rather than pretend.
+		return fmt.Errorf("--delete-volumes needs the syncer's cleanup, which --force skips")
+	}
 	bindings := virtual.ocean.KubeoceanV1alpha1().ClusterBindings()
-	if o.force {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{kubeoceanv1alpha1.AnnotationForceUnbind: "true"}}})
-		if _, err := bindings.Patch(ctx, o.name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-			return fmt.Errorf("ClusterBinding %s: %w", o.name, err)
-		}
+	if err := o.annotate(ctx, virtual); err != nil {
+		return err
+	}
+	var uid types.UID
+	if b, err := bindings.Get(ctx, o.name, metav1.GetOptions{}); err == nil {
+		uid = b.UID
 	}
 	err := bindings.Delete(ctx, o.name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
@@ -88,5 +108,48 @@ func (o *unbindOptions) run(ctx context.Context, virtual *clients, out io.Writer
 		return fmt.Errorf("ClusterBinding %s is not gone after %v (%s); see `kubectl describe cb %s`", o.name, o.wait, waiting, o.name)
 	}
 	fmt.Fprintf(out, "ClusterBinding %s is gone\n", o.name)
+	printRetained(ctx, virtual, o.name, uid, out)
 	return nil
+}
+
+// annotate sets what the flags ask of unbinding on the binding, before it
+// is deleted, in one patch.
+func (o *unbindOptions) annotate(ctx context.Context, virtual *clients) error {
+	annotations := map[string]string{}
+	if o.force {
+		annotations[kubeoceanv1alpha1.AnnotationForceUnbind] = "true"
+	}
+	if o.deleteVolumes {
+		annotations[kubeoceanv1alpha1.AnnotationDeleteVolumes] = "true"
+	}
+	if len(annotations) == 0 {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	_, err := virtual.ocean.KubeoceanV1alpha1().ClusterBindings().Patch(ctx, o.name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("ClusterBinding %s: %w", o.name, err)
+	}
+	return nil
+}
+
+// printRetained prints the syncer's VolumesRetained events of the binding
+// that is now gone: what it kept in the physical cluster. Best effort: the
+// events may have expired or be unreadable, and unbinding is done anyway.
+func printRetained(ctx context.Context, virtual *clients, name string, uid types.UID, out io.Writer) {
+	if uid == "" {
+		return
+	}
+	selector := fields.Set{"involvedObject.name": name, "involvedObject.uid": string(uid), "reason": unbind.EventVolumesRetained}.AsSelector().String()
+	events, err := virtual.kube.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: selector})
+	if err != nil {
+		fmt.Fprintf(out, "Could not read the binding's %s events (%v); the syncer's log lists the volumes it kept\n", unbind.EventVolumesRetained, err)
+		return
+	}
+	for _, e := range events.Items {
+		// The selector again: not every server (nor a fake) filters on it.
+		if e.InvolvedObject.UID == uid && e.Reason == unbind.EventVolumesRetained {
+			fmt.Fprintf(out, "%s\n", e.Message)
+		}
+	}
 }
