@@ -63,6 +63,9 @@ func (s *Syncer) EnsurePV(ctx context.Context, name string) (string, error) {
 }
 
 // ensurePV copies the PV; claim, when set, is the claim it must be bound to.
+// A copy that still names a claim copy that is gone (released while the
+// volume's copy stayed) is pre-bound by name again, so that the claim's
+// next copy binds (see releaseStaleClaimRef).
 func (s *Syncer) ensurePV(ctx context.Context, name string, claim *corev1.PersistentVolumeClaim) (string, error) {
 	at := location{name: PhysicalPVName(name)}
 	pv, err := virtualObject(ctx, s.pvs, "", name)
@@ -84,8 +87,10 @@ func (s *Syncer) ensurePV(ctx context.Context, name string, claim *corev1.Persis
 			return "", err
 		}
 	}
-	_, err = ensureCopy(ctx, s, s.pvs, pv, at)
-	return at.name, err
+	if _, err = ensureCopy(ctx, s, s.pvs, pv, at); err != nil {
+		return "", err
+	}
+	return at.name, s.releaseStaleClaimRef(ctx, pv)
 }
 
 // ReleasePVC deletes the physical copy of the virtual PVC namespace/name
