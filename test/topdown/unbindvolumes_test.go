@@ -1,0 +1,233 @@
+package topdown
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
+	"github.com/kubeocean/kubeocean/pkg/syncer/unbind"
+	"github.com/kubeocean/kubeocean/test/testenv"
+)
+
+// TestUnbindingKeepsProvisionedVolumes: a StatefulSet runs on volumes the
+// binding provisioned in the physical cluster under a class's Delete
+// policy; deleting the binding removes their holder claims but leaves the
+// physical volumes in place, Retain and Released, naming the virtual
+// claims they held, and the binding's VolumesRetained event lists them.
+func TestUnbindingKeepsProvisionedVolumes(t *testing.T) {
+	const clusterID = "cls-unbind-vol"
+	ctx := t.Context()
+	w := lendNode(t, "unbind-vol", clusterID)
+	physicalClass := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "unbind-vol-local"}, Provisioner: "local.test.example.com"}
+	if _, err := w.Physical.StorageV1().StorageClasses().Create(ctx, physicalClass, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = w.Physical.StorageV1().StorageClasses().Delete(ctx, physicalClass.Name, metav1.DeleteOptions{})
+		_ = w.Physical.CoreV1().PersistentVolumes().DeleteCollection(ctx, metav1.DeleteOptions{},
+			metav1.ListOptions{LabelSelector: "test-provisioner=" + physicalClass.Name})
+	})
+	runReclaimingProvisioner(ctx, t, w.Physical, w.Mount, physicalClass.Name)
+	class := provision.VirtualClassName(clusterID, physicalClass.Name)
+	testenv.WaitFor(t, 30*time.Second, "the virtual StorageClass "+class, func(ctx context.Context) (bool, error) {
+		_, err := w.Virtual.StorageV1().StorageClasses().Get(ctx, class, metav1.GetOptions{})
+		return err == nil, err
+	})
+	ns := "unbind-vol"
+	testenv.CreateNamespace(t, w.Virtual, ns)
+	waitDefaultServiceAccount(t, w, ns)
+	if _, err := w.Virtual.AppsV1().StatefulSets(ns).Create(ctx, statefulSet(ns, class, clusterID), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w.Virtual.AppsV1().StatefulSets(ns).Delete(context.Background(), "db", metav1.DeleteOptions{})
+	})
+	volumes := waitStatefulSetRunning(t, w, ns)
+	binding, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, w.Binding, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Delete(ctx, w.Binding, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 120*time.Second, "the binding is gone", func(ctx context.Context) (bool, error) {
+		_, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, w.Binding, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+
+	for pod, v := range volumes {
+		// The holder goes; its volume stays, Released once the physical
+		// cluster has seen its claim go.
+		testenv.WaitFor(t, 30*time.Second, "the volume of "+pod+" is kept, Released", func(ctx context.Context) (bool, error) {
+			_, errHolder := w.Physical.CoreV1().PersistentVolumeClaims(w.Mount).Get(ctx, provision.HolderName(v.claimUID), metav1.GetOptions{})
+			pv, err := w.Physical.CoreV1().PersistentVolumes().Get(ctx, v.phyPV, metav1.GetOptions{})
+			if err != nil {
+				return false, fmt.Errorf("physical volume %s: %w", v.phyPV, err)
+			}
+			return apierrors.IsNotFound(errHolder) && pv.Status.Phase == corev1.VolumeReleased,
+				fmt.Errorf("holder: %v; volume %s is %s", errHolder, pv.Name, pv.Status.Phase)
+		})
+		pv, err := w.Physical.CoreV1().PersistentVolumes().Get(ctx, v.phyPV, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain || pv.Spec.HostPath == nil || pv.Spec.HostPath.Path != v.path {
+			t.Errorf("%s: kept volume %s has policy %s and source %+v; want Retain on %s", pod, pv.Name, pv.Spec.PersistentVolumeReclaimPolicy, pv.Spec.PersistentVolumeSource, v.path)
+		}
+		if got := pv.Annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace] + "/" + pv.Annotations[kubeoceanv1alpha1.AnnotationVirtualName]; got != ns+"/data-"+pod {
+			t.Errorf("%s: kept volume %s names the virtual claim %q", pod, pv.Name, got)
+		}
+	}
+	testenv.WaitFor(t, 30*time.Second, "the binding's "+unbind.EventVolumesRetained+" event lists the kept volumes", func(ctx context.Context) (bool, error) {
+		events, err := w.Virtual.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		var messages []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.UID == binding.UID && e.Reason == unbind.EventVolumesRetained {
+				messages = append(messages, e.Message)
+			}
+		}
+		all := strings.Join(messages, "\n")
+		for _, v := range volumes {
+			if !strings.Contains(all, v.phyPV) {
+				return false, fmt.Errorf("%s not in %q", v.phyPV, messages)
+			}
+		}
+		return true, nil
+	})
+	// The virtual claims keep their volumes; nothing deleted them.
+	for pod, v := range volumes {
+		claim, err := w.Virtual.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-"+pod, metav1.GetOptions{})
+		if err != nil || claim.Spec.VolumeName != v.virtualPV {
+			t.Errorf("virtual claim of %s: %v (%v)", pod, claim, err)
+		}
+	}
+}
+
+// runReclaimingProvisioner is the physical cluster's provisioner and PV
+// controller for claims of class in namespace (no kube-controller-manager
+// runs there), as runLocalProvisioner is, but a volume whose claim is gone
+// follows its reclaim policy as the PV controller would: Delete deletes
+// it, Retain marks it Released and keeps it. Volumes are made under
+// Delete, a StorageClass's default.
+func runReclaimingProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Interface, namespace, class string) {
+	step := func() error {
+		claims, err := kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		live := map[types.UID]bool{}
+		for i := range claims.Items {
+			claim := &claims.Items[i]
+			if ptr.Deref(claim.Spec.StorageClassName, "") != class {
+				continue
+			}
+			if claim.DeletionTimestamp != nil {
+				// As the pvc-protection controller would once no pod uses it.
+				if err := dropFinalizers(ctx, kube, claim); err != nil {
+					return err
+				}
+				continue
+			}
+			live[claim.UID] = true
+			if err := bindLocalVolume(ctx, kube, claim, class); err != nil {
+				return err
+			}
+		}
+		volumes, err := kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: "test-provisioner=" + class})
+		if err != nil {
+			return err
+		}
+		for i := range volumes.Items {
+			pv := &volumes.Items[i]
+			ref := pv.Spec.ClaimRef
+			if ref == nil || live[ref.UID] || pv.DeletionTimestamp != nil {
+				continue
+			}
+			switch pv.Spec.PersistentVolumeReclaimPolicy {
+			case corev1.PersistentVolumeReclaimDelete:
+				err = kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{})
+			case corev1.PersistentVolumeReclaimRetain:
+				if pv.Status.Phase != corev1.VolumeReleased {
+					pv.Status.Phase = corev1.VolumeReleased
+					_, err = kube.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{})
+				}
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+		return nil
+	}
+	go func() {
+		for ctx.Err() == nil {
+			if err := step(); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
+				t.Logf("test provisioner: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+}
+
+// bindLocalVolume makes a hostPath volume on the claim's selected node and
+// binds the two, as a provisioner and the binder would.
+func bindLocalVolume(ctx context.Context, kube kubernetes.Interface, claim *corev1.PersistentVolumeClaim, class string) error {
+	node := claim.Annotations["volume.kubernetes.io/selected-node"]
+	if claim.Status.Phase == corev1.ClaimBound || node == "" {
+		return nil
+	}
+	pvName := "local-" + string(claim.UID)
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{"test-provisioner": class}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]},
+			AccessModes:                   claim.Spec.AccessModes,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			StorageClassName:              class,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/" + pvName}},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+			}}}},
+		},
+	}
+	created, err := kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	if created.Status.Phase != corev1.VolumeBound {
+		created.Status.Phase = corev1.VolumeBound
+		if _, err := kube.CoreV1().PersistentVolumes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	if claim.Spec.VolumeName == "" {
+		claim.Spec.VolumeName = pvName
+		if claim, err = kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	claim.Status.Phase = corev1.ClaimBound
+	claim.Status.AccessModes = claim.Spec.AccessModes
+	claim.Status.Capacity = pv.Spec.Capacity
+	_, err = kube.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{})
+	return err
+}
