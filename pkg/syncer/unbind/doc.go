@@ -7,6 +7,12 @@
 // ResourceLeasingPolicies, sweeps what is left of the binding in both
 // clusters, and then removes the finalizer so the manager can finish.
 //
+// The sweep never deletes a volume's data unless the binding carries
+// kubeocean.io/delete-volumes=true: a provisioned volume's PV is set to
+// Retain before its holder claim goes, and is listed in the
+// VolumesRetained event; a copied PV, always Retain, is set back to
+// Retain before it goes.
+//
 // Not part of Kubeocean's library: this package is implementation, with no
 // compatibility promise; it may change in any release. See docs/library.md.
 package unbind
