@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -36,6 +38,15 @@ func TestPhysicalPodInformerShowsRecordsAsPods(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7"},
 	}
 	client := fake.NewClientset(physical.DeepCopy())
+	// The fake's watch shows only what happens once it is open, and the
+	// cache reports synced after its list, maybe before its watch: the
+	// writes below wait for the watch.
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
+		once.Do(func() { close(watching) })
+		return false, nil, nil
+	})
 	cluster := informers.NewCluster("physical", client, kubeoceanfake.NewClientset(), 0)
 	records := cluster.Kube(boundScope(owner, "mount")).Core().V1().Pods().Informer()
 	pods := physicalPodInformer{records}
@@ -109,6 +120,7 @@ func TestPhysicalPodInformerShowsRecordsAsPods(t *testing.T) {
 		}
 	}
 
+	<-watching
 	updated := physical.DeepCopy()
 	updated.Status.Phase = corev1.PodSucceeded
 	if _, err := client.CoreV1().Pods("mount").UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
