@@ -142,6 +142,15 @@ type ClusterBindingStatus struct {
 	// LastSyncTime is when the manager last reconciled the binding successfully.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// PhysicalClusterUID identifies the physical cluster the binding is
+	// bound to: the UID of its kube-system namespace, recorded by the
+	// manager at the first successful connection. A kubeconfig that
+	// reaches another cluster leaves everything as it is (condition
+	// Connected=False, reason PhysicalClusterChanged) until the operator
+	// accepts the new cluster with the annotation
+	// kubeocean.io/accept-physical-cluster=<its UID>.
+	// +optional
+	PhysicalClusterUID string `json:"physicalClusterUID,omitempty"`
 }
 
 // ClusterBindingList is a list of ClusterBindings.

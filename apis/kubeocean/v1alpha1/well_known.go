@@ -78,6 +78,19 @@ const (
 	// TaintVirtualNodeDeleting marks a virtual node being drained before
 	// deletion.
 	TaintVirtualNodeDeleting = "kubeocean.io/vnode-deleting"
+	// TaintPhysicalUnreachable (NoSchedule) marks a virtual node whose
+	// physical apiserver does not answer: its pods keep running as last
+	// seen, and nothing new is placed where it could not be created.
+	TaintPhysicalUnreachable = "kubeocean.io/physical-unreachable"
+	// NodeConditionPhysicalClusterReachable is the virtual node condition
+	// that says whether the syncer hears from the physical apiserver; False
+	// while it does not, with reason ReasonPhysicalAPIServerUnreachable.
+	NodeConditionPhysicalClusterReachable = "kubeocean.io/PhysicalClusterReachable"
+	// ReasonPhysicalAPIServerUnreachable and ReasonPhysicalAPIServerAnswers
+	// are the reasons of that condition and of the events on the virtual
+	// node when it changes.
+	ReasonPhysicalAPIServerUnreachable = "PhysicalAPIServerUnreachable"
+	ReasonPhysicalAPIServerAnswers     = "PhysicalAPIServerAnswers"
 
 	// FinalizerClusterBindingManager holds a ClusterBinding until the
 	// manager has stopped its syncer; FinalizerClusterBindingSyncer until
@@ -96,6 +109,27 @@ const (
 	// class's reclaim policy. Without it, unbinding sets their reclaim
 	// policy to Retain and leaves them in place, with their data.
 	AnnotationDeleteVolumes = "kubeocean.io/delete-volumes"
+	// AnnotationAcceptPhysicalCluster on a ClusterBinding set to the UID of
+	// a physical cluster's kube-system namespace accepts that cluster in
+	// place of the one in status.physicalClusterUID: the operator's
+	// deliberate answer to ReasonPhysicalClusterChanged.
+	AnnotationAcceptPhysicalCluster = "kubeocean.io/accept-physical-cluster"
+	// AnnotationConfirmNodeRemoval on a ClusterBinding set to the token in
+	// its NodeRemovalHeld condition lets a configuration change remove the
+	// virtual nodes it holds (by eviction, never by deleting pods).
+	AnnotationConfirmNodeRemoval = "kubeocean.io/confirm-node-removal"
+	// ReasonPhysicalClusterChanged: the binding's kubeconfig reaches a
+	// physical cluster other than the one it is bound to; the manager stops
+	// acting on it (Connected=False) and the syncer freezes every node.
+	ReasonPhysicalClusterChanged = "PhysicalClusterChanged"
+	// ClusterBindingConditionNodeRemovalHeld is True while a configuration
+	// change would remove virtual nodes that run pods, or more than the
+	// syncer's --max-node-removal-fraction of them, and the syncer holds
+	// them until AnnotationConfirmNodeRemoval carries the condition's
+	// token; reason ReasonNodeRemovalUnconfirmed. The syncer writes it.
+	ClusterBindingConditionNodeRemovalHeld = "NodeRemovalHeld"
+	ReasonNodeRemovalUnconfirmed           = "NodeRemovalUnconfirmed"
+	ReasonNoNodeRemovalHeld                = "NoNodeRemovalHeld"
 
 	// FinalizerResourceLeasingPolicy holds a policy until the nodes it lent
 	// are reclaimed.

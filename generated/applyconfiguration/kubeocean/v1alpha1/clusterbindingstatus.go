@@ -42,6 +42,14 @@ type ClusterBindingStatusApplyConfiguration struct {
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// LastSyncTime is when the manager last reconciled the binding successfully.
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// PhysicalClusterUID identifies the physical cluster the binding is
+	// bound to: the UID of its kube-system namespace, recorded by the
+	// manager at the first successful connection. A kubeconfig that
+	// reaches another cluster leaves everything as it is (condition
+	// Connected=False, reason PhysicalClusterChanged) until the operator
+	// accepts the new cluster with the annotation
+	// kubeocean.io/accept-physical-cluster=<its UID>.
+	PhysicalClusterUID *string `json:"physicalClusterUID,omitempty"`
 }
 
 // ClusterBindingStatusApplyConfiguration constructs a declarative configuration of the ClusterBindingStatus type for use with
@@ -84,5 +92,13 @@ func (b *ClusterBindingStatusApplyConfiguration) WithObservedGeneration(value in
 // If called multiple times, the LastSyncTime field is set to the value of the last call.
 func (b *ClusterBindingStatusApplyConfiguration) WithLastSyncTime(value metav1.Time) *ClusterBindingStatusApplyConfiguration {
 	b.LastSyncTime = &value
+	return b
+}
+
+// WithPhysicalClusterUID sets the PhysicalClusterUID field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PhysicalClusterUID field is set to the value of the last call.
+func (b *ClusterBindingStatusApplyConfiguration) WithPhysicalClusterUID(value string) *ClusterBindingStatusApplyConfiguration {
+	b.PhysicalClusterUID = &value
 	return b
 }
