@@ -159,3 +159,45 @@ func TestProberFollowsReadyz(t *testing.T) {
 		t.Errorf("OnChange saw %v, want [false true]", changes)
 	}
 }
+
+// LastAnswer dates an outage: it stays at the last probe that was answered
+// while the apiserver is silent, and moves on once it answers again.
+func TestLastAnswerDatesTheOutage(t *testing.T) {
+	var ready atomic.Bool
+	ready.Store(true)
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		ok(w, r)
+	}))
+	defer server.Close()
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: server.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := clocktesting.NewFakeClock(time.Now())
+	p := NewProber(ProberOptions{Client: kube.Discovery().RESTClient(), Period: 5 * time.Second, Clock: clock})
+	ctx := context.Background()
+	clock.Step(5 * time.Second)
+	p.probe(ctx)
+	lastSeen := clock.Now()
+	if got := p.LastAnswer(); !got.Equal(lastSeen) {
+		t.Fatalf("LastAnswer() = %v after an answered probe, want %v", got, lastSeen)
+	}
+	ready.Store(false)
+	for range 3 {
+		clock.Step(5 * time.Second)
+		p.probe(ctx)
+	}
+	if got := p.LastAnswer(); p.Answers() || !got.Equal(lastSeen) {
+		t.Fatalf("during the outage: Answers() = %v, LastAnswer() = %v; want false, %v", p.Answers(), got, lastSeen)
+	}
+	ready.Store(true)
+	clock.Step(5 * time.Second)
+	p.probe(ctx)
+	if got := p.LastAnswer(); !got.Equal(clock.Now()) {
+		t.Errorf("LastAnswer() = %v once it answers again, want %v", got, clock.Now())
+	}
+}

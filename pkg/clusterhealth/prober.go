@@ -65,6 +65,16 @@ func (p *Prober) Answers() bool {
 	return p.answers
 }
 
+// LastAnswer is when the apiserver last answered a probe (the prober's
+// start before its first probe). While Answers is false it dates the
+// outage, and, being fixed until the apiserver answers again, it can stamp
+// what is written about the outage without making each write differ.
+func (p *Prober) LastAnswer() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.answered
+}
+
 // Run probes until ctx ends.
 func (p *Prober) Run(ctx context.Context) error {
 	ticker := p.clock.NewTicker(p.period)

@@ -53,11 +53,17 @@ type Options struct {
 	// PhysicalNodes is an informer on the physical cluster's nodes.
 	PhysicalNodes corev1informers.NodeInformer
 	// PhysicalAnswers tells whether the physical apiserver answered lately
-	// (a clusterhealth.Prober). While it does not, no Lease is renewed: the
-	// cached physical nodes say nothing about the physical cluster any
-	// more, and a syncer restarted during the outage could not renew
-	// either. nil means always.
+	// (a clusterhealth.Prober). While it does not, Leases are still renewed
+	// from the physical nodes' last known state (see renewsDuringOutage),
+	// up to OutageRenewalLimit. nil means always.
 	PhysicalAnswers func() bool
+	// PhysicalLastAnswer is when the physical apiserver last answered (the
+	// Prober's LastAnswer); needed with OutageRenewalLimit only.
+	PhysicalLastAnswer func() time.Time
+	// OutageRenewalLimit stops the renewals once the physical apiserver
+	// has not answered for that long, so the virtual cluster evicts the
+	// pods by their tolerations; zero renews throughout an outage.
+	OutageRenewalLimit time.Duration
 	// RenewInterval is how often a Lease is renewed; default
 	// DefaultRenewInterval. It must be shorter than LeaseDuration.
 	RenewInterval time.Duration
@@ -81,6 +87,8 @@ type Controller struct {
 	leases        coordinationlisters.LeaseLister
 	physicalNodes corev1listers.NodeLister
 	answers       func() bool
+	lastAnswer    func() time.Time
+	outageLimit   time.Duration
 	renewInterval time.Duration
 	leaseDuration time.Duration
 	clock         clock.PassiveClock
@@ -99,6 +107,8 @@ func New(opts Options) (*Controller, error) {
 		leases:        opts.Leases.Lister(),
 		physicalNodes: opts.PhysicalNodes.Lister(),
 		answers:       opts.PhysicalAnswers,
+		lastAnswer:    opts.PhysicalLastAnswer,
+		outageLimit:   opts.OutageRenewalLimit,
 		renewInterval: opts.RenewInterval,
 		leaseDuration: opts.LeaseDuration,
 		clock:         opts.Clock,
@@ -140,6 +150,12 @@ func (opts *Options) defaultAndValidate() error {
 		opts.PhysicalAnswers = func() bool { return true }
 	}
 	var errs []error
+	if opts.OutageRenewalLimit < 0 || (opts.OutageRenewalLimit > 0 && opts.PhysicalLastAnswer == nil) {
+		errs = append(errs, errors.New("OutageRenewalLimit must not be negative, and needs PhysicalLastAnswer"))
+	}
+	if opts.PhysicalLastAnswer == nil {
+		opts.PhysicalLastAnswer = func() time.Time { return time.Time{} }
+	}
 	if opts.ClusterID == "" {
 		errs = append(errs, errors.New("ClusterID is required"))
 	}

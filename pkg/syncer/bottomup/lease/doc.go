@@ -7,6 +7,12 @@
 // goes Unknown (its pods then evicted) once the physical node is NotReady or
 // gone, the way a node whose kubelet stopped does.
 //
+// While the physical apiserver does not answer, the Leases are still
+// renewed from the physical nodes' last known state: an outage of the
+// physical control plane is not a failure of its nodes, whose kubelets run
+// their pods on (see renewsDuringOutage). Options.OutageRenewalLimit
+// bounds that.
+//
 // Not part of Kubeocean's library: this package is implementation, with no
 // compatibility promise; it may change in any release. See docs/library.md.
 package lease

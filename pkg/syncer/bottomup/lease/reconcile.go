@@ -47,15 +47,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 
 	physicalName := naming.PhysicalNodeNameOf(node)
 	ready := c.physicalNodeReady(physicalName)
-	if ready && !c.answers() {
-		// The cache still says Ready, but nothing has been heard from the
-		// physical cluster lately: let the Lease expire as a restarted
-		// syncer, which cannot read the physical cluster, would. The
-		// prober enqueues every Lease once the apiserver answers again.
-		logger.V(2).Info("The physical apiserver does not answer; not renewing the lease", "node", klog.KObj(node))
+	now := c.clock.Now()
+	if ready && !renewsDuringOutage(c.answers(), c.lastAnswer(), now, c.outageLimit) {
+		// The outage outlasted the operator's bound: let the Lease expire.
+		// The prober enqueues every Lease once the apiserver answers again.
+		logger.V(2).Info("The physical apiserver has not answered for longer than the outage renewal limit; not renewing the lease",
+			"node", klog.KObj(node), "lastAnswer", c.lastAnswer(), "limit", c.outageLimit)
 		ready = false
 	}
-	now := c.clock.Now()
 	renew, wait := c.renewalDue(lease, now)
 	if !ready {
 		// No requeue: the physical node's next change enqueues this key.

@@ -250,30 +250,3 @@ func TestForeignLeasesAreUntouched(t *testing.T) {
 		}
 	})
 }
-
-// While the physical apiserver does not answer, the cached Ready physical
-// node says nothing: the Lease is left to expire, as it would be by a
-// syncer restarted during the outage, and renewed as soon as the
-// apiserver answers again (the prober enqueues every Lease).
-func TestNoRenewalWhileThePhysicalClusterDoesNotAnswer(t *testing.T) {
-	f := newFixture(t, virtualNode(virtualName, "worker-1"), physicalNode("worker-1", corev1.ConditionTrue),
-		ourLease(virtualName, testStart.Add(-time.Minute)))
-	f.physicalDown = true
-	result, writes, err := f.reconcile(virtualName)
-	if err != nil || len(writes) != 0 || result.RequeueAfter != 0 {
-		t.Fatalf("outage: result %+v, err %v, writes %v; want nothing", result, err, writes)
-	}
-
-	f.physicalDown = false
-	f.c.EnqueueAll()
-	if n := f.c.Len(); n != 1 {
-		t.Fatalf("EnqueueAll queued %d keys, want the one virtual node", n)
-	}
-	result, writes, err = f.reconcile(virtualName)
-	if err != nil || len(writes) != 1 || writes[0].GetVerb() != "update" {
-		t.Fatalf("answers again: err %v, writes %v; want one renewal", err, writes)
-	}
-	if result.RequeueAfter != DefaultRenewInterval {
-		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, DefaultRenewInterval)
-	}
-}
