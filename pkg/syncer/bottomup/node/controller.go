@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned/typed/kubeocean/v1alpha1"
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions/kubeocean/v1alpha1"
 	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
@@ -78,6 +79,22 @@ type Options struct {
 	// deletion taint's timeAdded; after it the pods left are deleted. 0
 	// deletes them at once.
 	DrainTimeout time.Duration
+	// MaxNodeRemovalFraction is the share of the binding's virtual nodes
+	// (0 to 1) one configuration change may remove without confirmation;
+	// 0 means DefaultMaxNodeRemovalFraction, 1 or more turns the share
+	// rule off. Nodes that run pods always wait for confirmation.
+	MaxNodeRemovalFraction float64
+	// PhysicalClusterUID is the UID of the kube-system namespace of the
+	// cluster the physical clients reach, read at start; "" skips the
+	// identity check.
+	PhysicalClusterUID string
+	// PhysicalNodesClient reads a physical node the selector-scoped cache
+	// does not hold, to tell a deleted node from a deselected one; nil
+	// takes every absent node for deleted.
+	PhysicalNodesClient corev1client.NodesGetter
+	// BindingsClient writes the binding's NodeRemovalHeld condition; nil
+	// writes none.
+	BindingsClient kubeoceanclient.ClusterBindingsGetter
 	// StatusUpdateInterval is the shortest time between two status writes
 	// of one virtual node; changes in between are written together at its
 	// end. 0 means DefaultStatusUpdateInterval.
@@ -102,6 +119,14 @@ type Controller struct {
 	physicalAnswers        func() bool
 	kubeletEndpoint        KubeletEndpointFunc
 	drainTimeout           time.Duration
+	maxRemovalFraction     float64
+	physicalClusterUID     string
+	physicalNodesClient    corev1client.NodesGetter
+	bindingsClient         kubeoceanclient.ClusterBindingsGetter
+	// held are the nodes whose configuration-driven removal waits for the
+	// operator, by configuration token; share caches what one removes.
+	held  *frozenNodes
+	share shareCount
 	// frozen are the nodes left as they are while a spec they depend on
 	// cannot be evaluated.
 	frozen *frozenNodes
@@ -117,6 +142,9 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.StatusUpdateInterval <= 0 {
 		opts.StatusUpdateInterval = DefaultStatusUpdateInterval
+	}
+	if opts.MaxNodeRemovalFraction <= 0 {
+		opts.MaxNodeRemovalFraction = DefaultMaxNodeRemovalFraction
 	}
 	if opts.PhysicalAnswers == nil {
 		opts.PhysicalAnswers = func() bool { return true }
@@ -141,7 +169,13 @@ func New(opts Options) (*Controller, error) {
 		kubeletEndpoint: opts.KubeletEndpoint,
 		drainTimeout:    opts.DrainTimeout,
 		frozen:          newFrozenNodes(),
+		held:            newFrozenNodes(),
 		writes:          newWrites(opts.StatusUpdateInterval),
+
+		maxRemovalFraction:  opts.MaxNodeRemovalFraction,
+		physicalClusterUID:  opts.PhysicalClusterUID,
+		physicalNodesClient: opts.PhysicalNodesClient,
+		bindingsClient:      opts.BindingsClient,
 	}
 	c.Controller = controller.New(controller.Options[string]{
 		Name:      ControllerName,

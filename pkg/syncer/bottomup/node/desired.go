@@ -30,6 +30,7 @@ type nodeInputs struct {
 	clusterID   string
 	physical    *corev1.Node
 	policy      *kubeoceanv1alpha1.ResourceLeasingPolicy
+	policies    []*kubeoceanv1alpha1.ResourceLeasingPolicy // all of them, for the configuration's token
 	capacity    corev1.ResourceList
 	windowTaint *corev1.Taint // nil inside a time window
 	// kubelet is the endpoint the syncer serves the node's kubelet API

@@ -104,6 +104,13 @@ func (f *frozenNodes) thaw(node string) bool {
 	return was
 }
 
+// empty reports whether no node is frozen.
+func (f *frozenNodes) empty() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.reasons) == 0
+}
+
 func (f *frozenNodes) release(reason string) {
 	if f.nodes[reason]--; f.nodes[reason] <= 0 {
 		delete(f.nodes, reason)
@@ -119,7 +126,10 @@ func (c *Controller) freeze(ctx context.Context, key string, binding *kubeoceanv
 		klog.FromContext(ctx).Info("Leaving the virtual node as it is until its configuration can be evaluated",
 			"node", klog.KRef("", c.virtualNodeName(key)), "reason", reason)
 	}
-	if newReason {
+	if newReason && strings.HasPrefix(reason, kubeoceanv1alpha1.ReasonPhysicalClusterChanged) {
+		c.recorder.Eventf(binding, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonPhysicalClusterChanged,
+			"Virtual nodes are left as they are (no taint, drain, removal or capacity change): %s", reason)
+	} else if newReason {
 		c.recorder.Eventf(binding, corev1.EventTypeWarning, EventConfigurationInvalid,
 			"Virtual nodes are left as they are (no taint, drain, removal or capacity change) until this is fixed: %s", reason)
 	}

@@ -29,7 +29,7 @@ const drainRecheck = 10 * time.Second
 
 // sync reconciles the virtual twin of the physical node named key.
 func (c *Controller) sync(ctx context.Context, key string) (controller.Result, error) {
-	in, verdict, err := c.inputs(key)
+	in, verdict, err := c.inputs(ctx, key)
 	if err != nil {
 		return controller.Result{}, err
 	}
@@ -37,8 +37,21 @@ func (c *Controller) sync(ctx context.Context, key string) (controller.Result, e
 		return c.freeze(ctx, key, in.binding, verdict.freeze)
 	}
 	c.thaw(ctx, key)
+	if verdict.remove != "" && verdict.config {
+		token := configToken(in.binding, in.policies)
+		why, err := c.removalHold(key, in.binding, token)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		if why != "" {
+			return c.holdRemoval(ctx, key, in.binding, token, verdict.remove, why)
+		}
+	}
+	if err := c.release(ctx, key); err != nil {
+		return controller.Result{}, err
+	}
 	if verdict.remove != "" {
-		return c.remove(ctx, c.virtualNodeName(key), verdict.remove, verdict.force)
+		return c.remove(ctx, c.virtualNodeName(key), verdict.remove, verdict.force, verdict.config)
 	}
 	return c.apply(ctx, in)
 }
@@ -55,11 +68,17 @@ type verdict struct {
 	// freeze says why the node's fate cannot be evaluated now; it takes
 	// precedence over everything but an explicit deletion.
 	freeze string
+	// config marks a removal that follows from the configuration (the
+	// binding's or a policy's selector, a policy gone), not from the
+	// physical node or the binding going: it waits for confirmation when
+	// it would remove nodes that run pods or too many nodes, and never
+	// deletes pods.
+	config bool
 }
 
 // inputs gathers what the virtual node is computed from, or says why it is
 // removed or left as it is.
-func (c *Controller) inputs(key string) (nodeInputs, verdict, error) {
+func (c *Controller) inputs(ctx context.Context, key string) (nodeInputs, verdict, error) {
 	in := nodeInputs{clusterID: c.clusterID}
 	binding, err := c.bindings.Get(c.bindingName)
 	switch {
@@ -71,36 +90,50 @@ func (c *Controller) inputs(key string) (nodeInputs, verdict, error) {
 		return in, verdict{remove: "the ClusterBinding is being deleted"}, nil
 	}
 	in.binding = binding
+	// Before anything physical: the nodes of another cluster say nothing
+	// about this one's.
+	if reason := physicalClusterChanged(binding, c.physicalClusterUID); reason != "" {
+		return in, verdict{freeze: reason}, nil
+	}
 	// Before the physical node: with a selector that cannot be evaluated, a
 	// node missing from the (selector-scoped) cache says nothing either.
 	if reason := bindingSelectorInvalid(binding); reason != "" {
 		return in, verdict{freeze: reason}, nil
 	}
 
+	policies, err := c.policies.List(labels.Everything())
+	if err != nil {
+		return in, verdict{}, err
+	}
+	in.policies = policies
 	physical, err := c.physicalNodes.Get(key)
 	switch {
 	case apierrors.IsNotFound(err):
 		// The informer may be scoped by the binding's node selector, so a
-		// node that stops matching it leaves the cache too.
-		return in, verdict{remove: "the physical node is gone or no longer matches the ClusterBinding's node selector"}, nil
+		// node that stops matching it leaves the cache too; a live read
+		// tells the two apart.
+		gone, err := c.physicalNodeGone(ctx, key)
+		if err != nil {
+			return in, verdict{}, err
+		}
+		if gone {
+			return in, verdict{remove: "the physical node is gone"}, nil
+		}
+		return in, verdict{remove: "the ClusterBinding's node selector no longer selects the physical node", config: true}, nil
 	case err != nil:
 		return in, verdict{}, err
 	case physical.DeletionTimestamp != nil:
 		return in, verdict{remove: "the physical node is being deleted", force: true}, nil
 	case !selects(binding.Spec.NodeSelector, physical):
-		return in, verdict{remove: "the ClusterBinding's node selector no longer selects the physical node"}, nil
+		return in, verdict{remove: "the ClusterBinding's node selector no longer selects the physical node", config: true}, nil
 	}
 	in.physical = physical
 
-	policies, err := c.policies.List(labels.Everything())
-	if err != nil {
-		return in, verdict{}, err
-	}
 	if reason := invalidPolicyFor(policies, c.bindingName, physical); reason != "" {
 		return in, verdict{freeze: reason}, nil
 	}
 	if in.policy = choosePolicy(policies, c.bindingName, physical); in.policy == nil {
-		return in, verdict{remove: "no ResourceLeasingPolicy lends the physical node"}, nil
+		return in, verdict{remove: "no ResourceLeasingPolicy lends the physical node", config: true}, nil
 	}
 	in.capacity = resources.Lendable(physical.Status.Allocatable, c.foreignUsage.Of(key), in.policy.Spec.ResourceLimits)
 	return in, verdict{}, nil

@@ -217,8 +217,9 @@ func TestDrainAndRemove(t *testing.T) {
 	}
 	f.add(f.virtualPods, running)
 
-	// The policy goes: the node is no longer lent.
-	f.policies.(interface{ Delete(any) error }).Delete(policy("all", testNow.Add(-time.Hour)))
+	// The physical node goes (a configuration change would wait for
+	// confirmation and never delete pods: guard_test.go).
+	f.physicalNodes.(interface{ Delete(any) error }).Delete(physicalNode("node-a", nil))
 	result := f.sync("node-a")
 	wantWrites(t, f, "update nodes", "delete pods")
 	if findTaint(f.virtualNode(vnode).Spec.Taints, kubeoceanv1alpha1.TaintVirtualNodeDeleting) == nil {
@@ -252,7 +253,7 @@ func TestRelentNodeLosesDeletionTaint(t *testing.T) {
 	// Taint as a drain would, but keep a pod so the node is not deleted.
 	f.add(f.virtualPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p"}, Spec: corev1.PodSpec{NodeName: vnode},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
-	if _, err := f.c.remove(t.Context(), vnode, "test", false); err != nil {
+	if _, err := f.c.remove(t.Context(), vnode, "test", false, false); err != nil {
 		t.Fatal(err)
 	}
 	f.refreshVirtualNodes()
@@ -284,6 +285,8 @@ func TestRemoveReasons(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
+			// A lone node without pods: no share rule (guard_test.go).
+			f.c.maxRemovalFraction = 1
 			existing := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: vnode, UID: "v", Labels: map[string]string{
 				kubeoceanv1alpha1.LabelManagedBy: "kubeocean", kubeoceanv1alpha1.LabelClusterID: testClusterID,
 				kubeoceanv1alpha1.LabelPhysicalNodeName: "node-a"}}}

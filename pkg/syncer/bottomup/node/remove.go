@@ -23,7 +23,9 @@ import (
 // hold them as they would on a drained node of any cluster, until the drain
 // timeout has passed since the deletion taint was added; then, or at once
 // when force is set (the physical node is being deleted), they are deleted.
-func (c *Controller) remove(ctx context.Context, name, reason string, force bool) (controller.Result, error) {
+// evictOnly (a configuration change: the physical node still runs the
+// pods) never deletes them: the drain waits as long as the budgets say.
+func (c *Controller) remove(ctx context.Context, name, reason string, force, evictOnly bool) (controller.Result, error) {
 	logger := klog.FromContext(ctx).WithValues("node", klog.KRef("", name))
 	listed, err := c.virtualNodes.Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -50,14 +52,14 @@ func (c *Controller) remove(ctx context.Context, name, reason string, force bool
 	}
 
 	evictUntil := c.evictionDeadline(node, force)
-	active, err := c.evictPods(ctx, name, c.clock.Now().Before(evictUntil))
+	active, err := c.evictPods(ctx, name, evictOnly || c.clock.Now().Before(evictUntil))
 	if err != nil {
 		return controller.Result{}, err
 	}
 	if active > 0 {
 		logger.V(2).Info("Waiting for pods to leave the virtual node", "pods", active)
 		recheck := drainRecheck
-		if left := evictUntil.Sub(c.clock.Now()); left > 0 && left < recheck {
+		if left := evictUntil.Sub(c.clock.Now()); !evictOnly && left > 0 && left < recheck {
 			recheck = left
 		}
 		return controller.RequeueAfter(recheck), nil

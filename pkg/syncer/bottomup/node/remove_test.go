@@ -39,14 +39,14 @@ func drainFixture(t *testing.T, refuse func() error) (*fixture, *corev1.Pod) {
 	return f, running
 }
 
-// A drain asks through the eviction API while a disruption budget refuses,
-// and deletes the pod once the drain timeout has passed since the deletion
-// taint.
+// A drain of a node whose physical node is gone asks through the eviction
+// API while a disruption budget refuses, and deletes the pod once the drain
+// timeout has passed since the deletion taint.
 func TestDrainEvictsUntilTimeout(t *testing.T) {
 	f, _ := drainFixture(t, func() error {
 		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 	})
-	f.policies.(interface{ Delete(any) error }).Delete(policy("all", testNow.Add(-time.Hour)))
+	f.physicalNodes.(interface{ Delete(any) error }).Delete(physicalNode("node-a", nil))
 
 	result := f.sync("node-a")
 	wantWrites(t, f, "update nodes", "create pods/eviction")
@@ -75,7 +75,7 @@ func TestDrainEvictsUntilTimeout(t *testing.T) {
 // An eviction that passes needs nothing more: the pod goes on its own.
 func TestDrainEvictionAccepted(t *testing.T) {
 	f, _ := drainFixture(t, func() error { return nil })
-	f.policies.(interface{ Delete(any) error }).Delete(policy("all", testNow.Add(-time.Hour)))
+	f.physicalNodes.(interface{ Delete(any) error }).Delete(physicalNode("node-a", nil))
 	f.sync("node-a")
 	wantWrites(t, f, "update nodes", "create pods/eviction")
 }
