@@ -76,6 +76,9 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	policies := ph.Kubeocean(informers.Scope{}).Kubeocean().V1alpha1().ResourceLeasingPolicies()
 	allowed := allowances.NewSource(policies.Lister(), e.binding.Name)
 	provisionedPVs := v.Kube(ownedScope(clusterID, "")).Core().V1().PersistentVolumes()
+	// An earlier binding of this name, proven by its pods, hands its
+	// objects over (package ownership).
+	predecessors := ownership.NewPredecessors(owner, ownership.BindingsLive(e.virtual.Kubeocean.KubeoceanV1alpha1().ClusterBindings()))
 	deps, err := dependents.New(dependents.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount,
 		VirtualClient: e.virtual.Kube, PhysicalClient: e.physical.Kube,
@@ -84,7 +87,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		ProvisionedPVs:     provisionedPVs.Lister(),
 		PhysicalConfigMaps: copies.ConfigMaps().Lister(), PhysicalSecrets: physicalSecrets.Lister(),
 		PhysicalPVCs: copies.PersistentVolumeClaims().Lister(), PhysicalPVs: physicalPVs.Lister(),
-		Allowances: allowed, Recorder: p.Recorder,
+		Allowances: allowed, Recorder: p.Recorder, Predecessors: predecessors,
 	})
 	if err != nil {
 		return nil, err
@@ -102,6 +105,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		SyncDaemonSetPods: e.opts.SyncDaemonSetPods,
 		HostPorts:         hostPorts,
 		Allowances:        allowed, AllowancesSynced: policies.Informer().HasSynced, Policies: policies.Informer(),
+		Predecessors: predecessors,
 	})
 	if err != nil {
 		return nil, err

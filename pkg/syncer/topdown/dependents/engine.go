@@ -248,8 +248,8 @@ func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, act
 	logger := klog.FromContext(ctx).WithValues("kind", k.name, "virtual", klog.KObj(virtual), "physical", klog.KObj(actual))
 	if !s.mayUpdate(actual, virtual.GetNamespace(), virtual.GetName()) {
 		s.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonConflict,
-			"Physical %s %s exists and was not made by Kubeocean for this object and binding; it is left alone and this %s is not synced",
-			k.name, objectName(actual.GetNamespace(), actual.GetName()), k.name)
+			"Physical %s %s exists and was not made by Kubeocean for this object and binding%s; it is left alone and this %s is not synced",
+			k.name, objectName(actual.GetNamespace(), actual.GetName()), s.blockerDetail(actual), k.name)
 		return false, &ConflictError{Kind: k.name, Namespace: virtual.GetNamespace(), Name: virtual.GetName(), PhysicalName: actual.GetName()}
 	}
 	if actual.GetDeletionTimestamp() != nil {

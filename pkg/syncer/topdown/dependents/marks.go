@@ -1,6 +1,7 @@
 package dependents
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -158,14 +159,29 @@ func (s *Syncer) owns(physical metav1.Object, namespace, name string) bool {
 // this binding: our copy, or one that names the object and carries no
 // binding identity (made by an older version, or stripped of its labels),
 // which the update adopts by stamping the identity. An object with another
-// binding's identity is never adopted. Deletion never adopts: a copy of an
-// older version that no use brings through here is left alone.
+// binding's identity is adopted only when that binding is a proven
+// predecessor of this one (see ownership.Predecessors): a binding recreated
+// under the same name takes its copies over rather than meeting a conflict
+// at each. Deletion never adopts: a copy that no use brings through here is
+// left alone.
 func (s *Syncer) mayUpdate(physical metav1.Object, namespace, name string) bool {
 	if !ownedBy(physical, namespace, name) {
 		return false
 	}
 	_, stamped := physical.GetLabels()[kubeoceanv1alpha1.LabelBindingUID]
-	return !stamped || s.owner.Owns(physical)
+	return !stamped || s.owner.Owns(physical) || s.predecessors.Proven(physical)
+}
+
+// blockerDetail says, for a conflict event, whose physical is when it is
+// another binding's under this cluster ID, and how an operator releases
+// it; "" otherwise.
+func (s *Syncer) blockerDetail(physical metav1.Object) string {
+	uid, ok := s.owner.Sibling(physical)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(" (it carries binding UID %s under cluster ID %s: a binding still deleting, another virtual cluster's, or an earlier binding no pod of this binding proves; "+
+		"if no binding of any virtual cluster has that UID, delete it in the physical cluster)", uid, s.owner.ClusterID)
 }
 
 // ownedBy tells whether physical was made for the virtual object

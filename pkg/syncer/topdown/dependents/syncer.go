@@ -53,6 +53,11 @@ type Options struct {
 	// are never marked, and without them each would be read live.
 	ProvisionedPVs corev1listers.PersistentVolumeLister
 
+	// Predecessors, optional, are the earlier bindings of this one proven
+	// by their pods (see ownership.Predecessors): their copies are adopted.
+	// Without them a predecessor's copy is a conflict.
+	Predecessors *ownership.Predecessors
+
 	// The physical listers hold the copies: the mount namespace and the
 	// binding's identity labels (PVs: the labels only), so that copies of
 	// other bindings are not even cached.
@@ -86,6 +91,7 @@ func (o Options) now() func() time.Time {
 type Syncer struct {
 	clusterID      string
 	owner          ownership.Owner
+	predecessors   *ownership.Predecessors
 	mountNamespace string
 	recorder       record.EventRecorder
 	// allowances: nil allows nothing beyond the defaults.
@@ -121,9 +127,10 @@ func New(opts Options) (*Syncer, error) {
 	physicalSecrets := func(ns string) client[*corev1.Secret] { return p.Secrets(ns) }
 	return &Syncer{
 		clusterID: opts.ClusterID, mountNamespace: opts.MountNamespace, recorder: opts.Recorder, allowances: opts.Allowances,
-		owner:      ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
-		configMaps: remembering(configMapKind(opts, v, p)),
-		now:        opts.now(),
+		owner:        ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
+		predecessors: opts.Predecessors,
+		configMaps:   remembering(configMapKind(opts, v, p)),
+		now:          opts.now(),
 		secrets: remembering(&kind[*corev1.Secret]{
 			name: KindSecret, content: secretContent, virtual: virtualSecrets,
 			physical: side[*corev1.Secret]{

@@ -14,12 +14,40 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
+// adoptable tells whether live, a physical pod outside the binding's
+// cache at virtual's physical name, is virtual's twin that this binding
+// may take over: it records virtual's UID (unique, and not the tenant's to
+// choose) and was made by an older version without identity or by a
+// proven predecessor of this binding (ownership.Predecessors), which the
+// UID itself proves when no binding has the pod's binding UID any more.
+// why says, when it is not, what the pod is, for the event that reports it.
+func (c *Controller) adoptable(ctx context.Context, virtual, live *corev1.Pod) (ok bool, why string, err error) {
+	recorded := live.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID]
+	uid, sibling := c.owner.Sibling(live)
+	switch {
+	case recorded != string(virtual.UID):
+		if sibling {
+			return false, fmt.Sprintf("; it was made by binding UID %s (cluster ID %s) for virtual pod %s/%s UID %s, not for this pod (UID %s)",
+				uid, c.clusterID, live.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace],
+				live.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodName], recorded, virtual.UID), nil
+		}
+		return false, "", nil
+	case ownership.Legacy(live):
+		return true, "", nil
+	}
+	proven, err := c.predecessors.ProveByTwin(ctx, live)
+	if err != nil || proven || !sibling {
+		return proven, "", err
+	}
+	return false, fmt.Sprintf("; it was made for this pod by binding UID %s (cluster ID %s), which still exists or is not known to be gone", uid, c.clusterID), nil
+}
+
 // adopt stamps the binding's identity on a physical pod an older version
-// made for virtual, which the caller proved by the virtual pod's UID
-// recorded on it (UIDs are unique, so no other binding made it). The
-// update is the usual three-way merge, whose identity labels are enforced;
-// it names the pod's UID, so it fails on a pod recreated since. Once
-// stamped, the pod enters the scoped informer and is synced as any other.
+// or a predecessor binding made for virtual, which the caller proved (see
+// adoptable). The update is the usual three-way merge, whose identity
+// labels are enforced; it names the pod's UID, so it fails on a pod
+// recreated since. Once stamped, the pod enters the scoped informer and is
+// synced as any other: one pod, never a second copy of it.
 func (c *Controller) adopt(ctx context.Context, virtual, physical *corev1.Pod) error {
 	patch := updatePatch(physical, c.desiredState(virtual))
 	if patch == nil {
@@ -33,17 +61,19 @@ func (c *Controller) adopt(ctx context.Context, virtual, physical *corev1.Pod) e
 	case err != nil:
 		return fmt.Errorf("adopting physical pod %s/%s: %w", physical.Namespace, physical.Name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Adopted physical pod", "physicalPod", klog.KObj(physical))
+	klog.FromContext(ctx).V(2).Info("Adopted physical pod", "physicalPod", klog.KObj(physical),
+		"previousBindingUID", physical.Labels[kubeoceanv1alpha1.LabelBindingUID])
 	return nil
 }
 
 // tokenSecretOurs tells whether a token Secret is this binding's: it
-// carries the binding's identity, or an older version made it for the
-// virtual pod virtualUID (known only while the virtual pod is).
+// carries the binding's identity, or an older version or a proven
+// predecessor made it for the virtual pod virtualUID (known only while the
+// virtual pod is).
 func (c *Controller) tokenSecretOurs(secret *corev1.Secret, virtualUID types.UID) bool {
 	if c.owner.Owns(secret) {
 		return true
 	}
-	return virtualUID != "" && ownership.Legacy(secret) && secret.Labels[LabelPodToken] == "true" &&
+	return virtualUID != "" && (ownership.Legacy(secret) || c.predecessors.Proven(secret)) && secret.Labels[LabelPodToken] == "true" &&
 		secret.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(virtualUID)
 }

@@ -147,6 +147,11 @@ type Options struct {
 	// Allowances are read from; a change of what one allows retries the
 	// pods refused. Optional.
 	Policies cache.SharedIndexInformer
+	// Predecessors, optional, proves earlier bindings of this one by the
+	// physical pods they made for the virtual pods here (see
+	// ownership.Predecessors); such pods and token Secrets are adopted.
+	// Without it they block the pod (ReasonPhysicalPodNameTaken).
+	Predecessors *ownership.Predecessors
 }
 
 // Controller reconciles virtual pods, keyed by namespace/name.
@@ -155,6 +160,7 @@ type Controller struct {
 
 	clusterID      string
 	owner          ownership.Owner
+	predecessors   *ownership.Predecessors
 	mountNamespace string
 	apiServer      *apiServerAddress
 
@@ -210,6 +216,7 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		clusterID:       opts.ClusterID,
 		owner:           ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
+		predecessors:    opts.Predecessors,
 		mountNamespace:  opts.MountNamespace,
 		apiServer:       apiServer,
 		virtualClient:   opts.VirtualClient,

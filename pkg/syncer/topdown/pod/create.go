@@ -12,7 +12,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
-	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // create makes the physical pod of a virtual pod that has none: mapping
@@ -221,16 +220,19 @@ func (c *Controller) checkNameTaken(ctx context.Context, virtual *corev1.Pod, m 
 		return controller.Result{}, fmt.Errorf("physical pod %s/%s existed at create and is gone now; retrying", c.mountNamespace, m.name)
 	case err != nil:
 		return controller.Result{}, err
-	case live.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(virtual.UID) && ownership.Legacy(live):
-		klog.FromContext(ctx).Info("Adopting physical pod made before pods carried their binding's identity", "physicalPod", klog.KObj(live))
-		return controller.Result{}, c.adopt(ctx, virtual, live)
-	case live.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(virtual.UID):
+	case c.isManagedPod(live):
 		klog.FromContext(ctx).V(4).Info("Physical pod already exists; cache is behind")
 		return controller.Result{}, nil
-	case c.isManagedPod(live):
-		return controller.Result{}, nil
 	}
-	err = fmt.Errorf("physical pod %s/%s exists and was not made by Kubeocean for this binding", c.mountNamespace, m.name)
+	adoptable, why, err := c.adoptable(ctx, virtual, live)
+	switch {
+	case err != nil:
+		return controller.Result{}, err
+	case adoptable:
+		klog.FromContext(ctx).Info("Adopting the physical pod an older version or an earlier binding made for this pod", "physicalPod", klog.KObj(live))
+		return controller.Result{}, c.adopt(ctx, virtual, live)
+	}
+	err = fmt.Errorf("physical pod %s/%s exists and was not made by Kubeocean for this binding%s", c.mountNamespace, m.name, why)
 	c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPhysicalPodNameTaken, err.Error())
 	klog.FromContext(ctx).Error(err, "Pod cannot be created until the foreign physical pod is removed", "recheckAfter", conflictRecheck)
 	return controller.RequeueAfter(conflictRecheck), nil

@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // syncDeletion carries the deletion of a virtual pod to its physical pod
@@ -127,13 +126,21 @@ func (c *Controller) finishVirtual(ctx context.Context, virtual *corev1.Pod) err
 // cache may not show a pod the bottom-up side has already seen.
 func (c *Controller) syncLost(ctx context.Context, virtual *corev1.Pod, m mapping) error {
 	live, err := c.physicalClient.Pods(m.namespace).Get(ctx, m.name, metav1.GetOptions{})
-	switch {
-	case err == nil && ownership.Legacy(live) && live.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(virtual.UID):
+	if err == nil && m.namespace == c.mountNamespace && !c.owner.Owns(live) {
 		// Made for this virtual pod by an older version, which set no
-		// binding identity; the informer, scoped to that identity, cannot
-		// see it until it is adopted.
-		klog.FromContext(ctx).Info("Adopting physical pod made before pods carried their binding's identity", "physicalPod", klog.KObj(live))
-		return c.adopt(ctx, virtual, live)
+		// binding identity, or by an earlier binding of this name; the
+		// informer, scoped to this binding's identity, cannot see it until
+		// it is adopted.
+		adoptable, _, err := c.adoptable(ctx, virtual, live)
+		if err != nil || adoptable {
+			if adoptable {
+				klog.FromContext(ctx).Info("Adopting the physical pod an older version or an earlier binding made for this pod", "physicalPod", klog.KObj(live))
+				err = c.adopt(ctx, virtual, live)
+			}
+			return err
+		}
+	}
+	switch {
 	case err == nil:
 		klog.FromContext(ctx).V(4).Info("Physical pod exists; cache is behind", "physicalPod", klog.KObj(live))
 		return nil

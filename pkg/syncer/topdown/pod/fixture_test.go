@@ -158,6 +158,8 @@ type seed struct {
 	// rootCANotCached leaves the virtual kube-root-ca.crt out of the
 	// cache; it is always in the virtual cluster.
 	rootCANotCached bool
+	// predecessors proves earlier bindings; nil proves none.
+	predecessors *ownership.Predecessors
 }
 
 func newFixture(t *testing.T, s seed) *fixture {
@@ -202,7 +204,7 @@ func newFixture(t *testing.T, s seed) *fixture {
 		PhysicalPods: physical.Pods(), PhysicalSecrets: physical.Secrets(), VirtualRootCAs: virtual.ConfigMaps(),
 		Dependents: f.dependents, Recorder: f.recorder, Clock: f.clock,
 		MountNamespaces: physical.Namespaces(), ResourceQuotas: physical.ResourceQuotas(),
-		SyncDaemonSetPods: s.syncDaemonSetPods,
+		SyncDaemonSetPods: s.syncDaemonSetPods, Predecessors: s.predecessors,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -86,6 +86,18 @@ func New(t *testing.T, virtual, physical []runtime.Object) *Env {
 // NewAllowing is New with the binding's allowances read from allowed.
 func NewAllowing(t *testing.T, virtual, physical []runtime.Object, allowed *allowances.Source) *Env {
 	t.Helper()
+	return newEnv(t, virtual, physical, allowed, nil)
+}
+
+// NewWithPredecessors is New with the binding's earlier bindings proven by
+// predecessors.
+func NewWithPredecessors(t *testing.T, virtual, physical []runtime.Object, predecessors *ownership.Predecessors) *Env {
+	t.Helper()
+	return newEnv(t, virtual, physical, Allowing(&DefaultAllowances), predecessors)
+}
+
+func newEnv(t *testing.T, virtual, physical []runtime.Object, allowed *allowances.Source, predecessors *ownership.Predecessors) *Env {
+	t.Helper()
 	e := &Env{
 		t: t, Recorder: record.NewFakeRecorder(20),
 		Clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
@@ -116,7 +128,7 @@ func NewAllowing(t *testing.T, virtual, physical []runtime.Object, allowed *allo
 		VirtualPVCs: v.PersistentVolumeClaims().Lister(), VirtualPVs: v.PersistentVolumes().Lister(),
 		PhysicalConfigMaps: p.ConfigMaps().Lister(), PhysicalSecrets: p.Secrets().Lister(),
 		PhysicalPVCs: p.PersistentVolumeClaims().Lister(), PhysicalPVs: p.PersistentVolumes().Lister(),
-		Allowances: allowed, Recorder: e.Recorder, Clock: e.Clock,
+		Allowances: allowed, Recorder: e.Recorder, Clock: e.Clock, Predecessors: predecessors,
 	})
 	if err != nil {
 		t.Fatal(err)
