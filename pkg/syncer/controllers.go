@@ -38,6 +38,9 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		PhysicalAnswers: e.physicalHealth.Answers, KubeletEndpoint: e.kubeletEndpoint,
 		Recorder: p.Recorder, Metrics: p.Metrics, DrainTimeout: e.opts.DrainTimeout,
 		StatusUpdateInterval: e.opts.NodeStatusUpdateInterval,
+
+		MaxNodeRemovalFraction: e.opts.MaxNodeRemovalFraction, PhysicalClusterUID: e.physicalClusterUID,
+		PhysicalNodesClient: e.physical.Kube.CoreV1(), BindingsClient: e.virtual.Kubeocean.KubeoceanV1alpha1(),
 	})
 	if err != nil {
 		return nil, err

@@ -30,7 +30,12 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout,
-		"How long a drained virtual node's pods are asked to leave through the eviction API (PodDisruptionBudgets may refuse) before they are deleted.")
+		"How long a drained virtual node's pods are asked to leave through the eviction API (PodDisruptionBudgets may refuse) before they are deleted, when the physical node or the binding is gone. A drain that a configuration change caused (a selector or a policy) only evicts, however long it takes.")
+	if o.MaxNodeRemovalFraction == 0 {
+		o.MaxNodeRemovalFraction = node.DefaultMaxNodeRemovalFraction
+	}
+	fs.Float64Var(&o.MaxNodeRemovalFraction, "max-node-removal-fraction", o.MaxNodeRemovalFraction,
+		"Largest share (0-1) of the binding's virtual nodes one configuration change (binding or policy selector, policy deleted) may remove without the operator's confirmation (annotation kubeocean.io/confirm-node-removal); nodes that run pods always wait for it. 1 turns the share rule off.")
 	if o.NodeStatusUpdateInterval == 0 {
 		o.NodeStatusUpdateInterval = node.DefaultStatusUpdateInterval
 	}

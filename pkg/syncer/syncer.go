@@ -63,6 +63,8 @@ type Options struct {
 	// leave through the eviction API (PodDisruptionBudgets may refuse)
 	// before they are deleted; 0 is DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// MaxNodeRemovalFraction is node.Options.MaxNodeRemovalFraction.
+	MaxNodeRemovalFraction float64
 	// SyncDaemonSetPods runs the pods of DaemonSets placed on virtual
 	// nodes in the physical cluster; off, they stay Pending with a
 	// condition saying why.
@@ -114,6 +116,9 @@ type syncerEnv struct {
 	physical clusterClients
 	// physicalConfig is the config physical was built from.
 	physicalConfig *rest.Config
+	// physicalClusterUID identifies the cluster physical reaches ("" when
+	// it could not be read).
+	physicalClusterUID string
 	// virtualInformers and physicalInformers are started by setup once
 	// every controller has asked for its informers.
 	virtualInformers, physicalInformers *informers.Cluster
@@ -179,14 +184,18 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("Connected to the physical cluster", "clusterID", binding.Spec.ClusterID, "mountNamespace", binding.Spec.MountNamespace)
+	clusterUID, err := physicalClusterUID(ctx, physical.Kube)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("Connected to the physical cluster", "clusterID", binding.Spec.ClusterID, "mountNamespace", binding.Spec.MountNamespace, "physicalClusterUID", clusterUID)
 
 	recorder, stopRecorder := events.NewRecorder(ctx, physical.Kube, Component)
 	env := &syncerEnv{
 		opts: opts, process: p, binding: binding, virtual: virtual, physical: physical, physicalConfig: physicalConfig,
+		physicalClusterUID: clusterUID, physicalRecorder: recorder,
 		virtualInformers:  informers.NewCluster("virtual", virtual.ListWatchKube, virtual.ListWatchKubeocean, 0),
 		physicalInformers: informers.NewCluster(binding.Name, physical.ListWatchKube, physical.ListWatchKubeocean, 0),
-		physicalRecorder:  recorder,
 		twins:             &twinStatuses{},
 	}
 	virtualMetadata, err := metadata.NewForConfig(clusterhealth.WaitForAnswer(p.Config))
