@@ -74,6 +74,9 @@ var SyncerAccess = []Access{
 	// The physical StorageClasses, each offered in the virtual cluster as
 	// a class whose claims the syncer provisions here.
 	{Group: "storage.k8s.io", Resource: "storageclasses", Verbs: cachedVerbs},
+	// The identity of the physical cluster: the UID of its kube-system
+	// namespace, which the binding pins (status.physicalClusterUID).
+	{Resource: "namespaces", Name: "kube-system", Verbs: []string{"get"}},
 }
 
 // reviewConcurrency bounds the access reviews in flight per check.
@@ -175,6 +178,10 @@ func (a Access) describe() string {
 		name += " in namespace " + a.Namespace
 	case TheMountNamespace:
 		name += " named " + a.Name
+	default:
+		if a.Name != "" {
+			name += " named " + a.Name
+		}
 	}
 	return name
 }
