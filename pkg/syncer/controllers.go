@@ -35,7 +35,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		Bindings: bindings, Policies: policies, PhysicalNodes: physicalNodes,
 		ForeignPods:  e.foreignPods(),
 		VirtualNodes: virtualNodes, VirtualPods: virtualPods,
-		PhysicalAnswers: e.physicalHealth.Answers, KubeletEndpoint: e.kubeletEndpoint,
+		PhysicalAnswers: e.physicalHealth.Answers, PhysicalLastAnswer: e.physicalHealth.LastAnswer, KubeletEndpoint: e.kubeletEndpoint,
 		Recorder: p.Recorder, Metrics: p.Metrics, DrainTimeout: e.opts.DrainTimeout,
 		StatusUpdateInterval: e.opts.NodeStatusUpdateInterval,
 
@@ -46,6 +46,9 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		return nil, err
 	}
 	e.onPhysicalAnswers = append(e.onPhysicalAnswers, nodes.RetryFailing, nodes.EnqueueAll)
+	// The nodes say at once that their state is stale (docs/operations.md,
+	// "When a cluster does not answer").
+	e.onPhysicalSilent = append(e.onPhysicalSilent, nodes.EnqueueAll)
 	policyController, err := policy.New(policy.Options{
 		BindingName: e.binding.Name, Client: e.physical.Kubeocean.KubeoceanV1alpha1(),
 		Policies: policies, VirtualNodes: virtualNodes,
@@ -61,9 +64,11 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	leases, err := lease.New(lease.Options{
 		ClusterID: clusterID, Client: e.virtual.Kube.CoordinationV1(),
 		VirtualNodes: virtualNodes, PhysicalNodes: physicalNodes,
-		Leases:          v.Kube(ownedScope(clusterID, nodeLeaseNamespace)).Coordination().V1().Leases(),
-		PhysicalAnswers: e.physicalHealth.Answers,
-		Metrics:         p.Metrics,
+		Leases:             v.Kube(ownedScope(clusterID, nodeLeaseNamespace)).Coordination().V1().Leases(),
+		PhysicalAnswers:    e.physicalHealth.Answers,
+		PhysicalLastAnswer: e.physicalHealth.LastAnswer,
+		OutageRenewalLimit: e.opts.OutageRenewalLimit,
+		Metrics:            p.Metrics,
 	})
 	if err != nil {
 		return nil, err

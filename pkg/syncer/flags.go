@@ -43,6 +43,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"Shortest time between two status writes of one virtual node: capacity changes in between (pods of the physical node's own workloads coming and going) are written together, with the latest figures, at its end.")
 	fs.BoolVar(&o.SyncDaemonSetPods, "sync-daemonset-pods", o.SyncDaemonSetPods,
 		"Run the pods of DaemonSets placed on virtual nodes in the physical cluster (off: they stay Pending with a condition saying why).")
+	fs.DurationVar(&o.OutageRenewalLimit, "outage-lease-renewal-limit", o.OutageRenewalLimit,
+		"While the physical apiserver does not answer, the virtual nodes' Leases are renewed from the physical nodes' last known state, so the virtual cluster evicts nothing; after this long without an answer they are no longer renewed and the virtual cluster's node lifecycle evicts the pods by their tolerations (0: renew throughout an outage).")
 	if o.PlaceholderNamespace == "" {
 		o.PlaceholderNamespace = DefaultPlaceholderNamespace
 	}
@@ -60,6 +62,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.BindingName == "" {
 		errs = append(errs, errors.New("--cluster-binding is required"))
+	}
+	if o.OutageRenewalLimit < 0 {
+		errs = append(errs, errors.New("--outage-lease-renewal-limit must not be negative"))
 	}
 	if o.NodeStatusUpdateInterval < 0 {
 		errs = append(errs, errors.New("--node-status-update-interval must not be negative"))

@@ -72,6 +72,11 @@ type Options struct {
 	// NodeStatusUpdateInterval is the shortest time between two status
 	// writes of one virtual node; 0 is node.DefaultStatusUpdateInterval.
 	NodeStatusUpdateInterval time.Duration
+	// OutageRenewalLimit stops renewing the virtual nodes' Leases once the
+	// physical apiserver has not answered for that long, so that the
+	// virtual cluster evicts their pods by its tolerations; 0 renews them
+	// throughout an outage (see lease.Options).
+	OutageRenewalLimit time.Duration
 	// PlaceholderNamespace is the virtual namespace of the host port
 	// placeholders; "" is DefaultPlaceholderNamespace.
 	PlaceholderNamespace string
@@ -128,10 +133,12 @@ type syncerEnv struct {
 	virtualMetadata  metadatainformer.SharedInformerFactory
 	physicalRecorder record.EventRecorderLogger
 	// physicalHealth probes the physical apiserver; onPhysicalAnswers are
-	// called, from its goroutine, when it answers again after an outage.
-	// Both are set up before anything runs.
+	// called, from its goroutine, when it answers again after an outage,
+	// onPhysicalSilent when it stops answering. All are set up before
+	// anything runs.
 	physicalHealth    *clusterhealth.Prober
 	onPhysicalAnswers []func()
+	onPhysicalSilent  []func()
 	// kubeletEndpoint gives virtual nodes their kubelet endpoint; nil when
 	// the kubelet API is off.
 	kubeletEndpoint node.KubeletEndpointFunc
@@ -148,10 +155,11 @@ func (e *syncerEnv) virtualPodScope() informers.Scope {
 }
 
 func (e *syncerEnv) physicalAnswerChanged(answers bool) {
+	hooks := e.onPhysicalAnswers
 	if !answers {
-		return
+		hooks = e.onPhysicalSilent
 	}
-	for _, fn := range e.onPhysicalAnswers {
+	for _, fn := range hooks {
 		fn()
 	}
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"slices"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +67,10 @@ type Options struct {
 	// virtual cluster's node lifecycle controller, which marks it Unknown
 	// once the Lease expires. nil means always.
 	PhysicalAnswers func() bool
+	// PhysicalLastAnswer is when the physical apiserver last answered (the
+	// Prober's LastAnswer): the virtual nodes' outage condition names it.
+	// nil names no time.
+	PhysicalLastAnswer func() time.Time
 
 	Recorder record.EventRecorder
 	Metrics  *controller.Metrics
@@ -117,6 +120,7 @@ type Controller struct {
 	virtualPods            cache.Indexer
 	recorder               record.EventRecorder
 	clock                  clock.WithTicker
+	physicalLastAnswer     func() time.Time
 	physicalAnswers        func() bool
 	kubeletEndpoint        KubeletEndpointFunc
 	drainTimeout           time.Duration
@@ -128,8 +132,6 @@ type Controller struct {
 	// operator, by configuration token; share caches what one removes.
 	held  *frozenNodes
 	share shareCount
-	// heldReported is set once the condition was written since start.
-	heldReported atomic.Bool
 	// frozen are the nodes left as they are while a spec they depend on
 	// cannot be evaluated.
 	frozen *frozenNodes
@@ -180,6 +182,7 @@ func New(opts Options) (*Controller, error) {
 		physicalNodesClient: opts.PhysicalNodesClient,
 		bindingsClient:      opts.BindingsClient,
 	}
+	c.physicalLastAnswer = opts.PhysicalLastAnswer
 	c.Controller = controller.New(controller.Options[string]{
 		Name:      ControllerName,
 		Reconcile: c.sync,

@@ -165,6 +165,7 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 		in.kubelet = &kubeletEndpoint{address: address, port: port}
 	}
 	desired := buildDesired(name, in)
+	c.markOutage(&desired, current)
 
 	if current == nil {
 		node := applyMetadata(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, desired)
@@ -207,6 +208,7 @@ func (c *Controller) apply(ctx context.Context, in nodeInputs) (controller.Resul
 		return controller.Result{}, c.writeFailed(name, err)
 	}
 	c.writes.wrote(name, updated.ResourceVersion, written)
+	c.reportOutageChange(updated, written)
 	// From the answer, not the request: the next write then reaches the
 	// API server at least an interval after this one was made.
 	c.writes.wroteStatus(name, c.clock.Now())

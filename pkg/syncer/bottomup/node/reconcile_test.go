@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -427,40 +426,6 @@ func TestLongPhysicalNodeNameIsMirrored(t *testing.T) {
 	}
 	f.sync(long)
 	wantWrites(t, f) // idempotent
-}
-
-// While the physical apiserver does not answer, the cached Ready condition
-// is stale: the Unknown that the virtual cluster's node lifecycle controller
-// sets once the Lease expires is kept, not overwritten from the cache. When
-// the apiserver answers again, the physical node's Ready comes back.
-func TestReadyIsNotRewrittenWhileThePhysicalClusterDoesNotAnswer(t *testing.T) {
-	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
-	f.sync("node-a")
-	wantWrites(t, f, "create nodes")
-
-	unknown := f.virtualNode(vnode).DeepCopy()
-	unknown.Status.Conditions[0].Status = corev1.ConditionUnknown
-	unknown.Status.Conditions[0].Reason = "NodeStatusUnknown"
-	if _, err := f.virtual.CoreV1().Nodes().UpdateStatus(context.Background(), unknown, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.refreshVirtualNodes()
-	f.writes() // the lifecycle controller's write, not ours
-
-	answers := false
-	f.c.physicalAnswers = func() bool { return answers }
-	f.sync("node-a")
-	wantWrites(t, f)
-
-	answers = true
-	f.sync("node-a")
-	wantWrites(t, f, "patch nodes/status")
-	if got := f.virtualNode(vnode).Status.Conditions[0].Status; got != corev1.ConditionTrue {
-		t.Errorf("Ready = %s once the physical cluster answers, want True", got)
-	}
 }
 
 // TestAdvertisesKubeletEndpoint: with the kubelet API on, a virtual node
