@@ -37,6 +37,9 @@ type connRecord struct {
 	checkedAt time.Time
 	// failure is nil when the check passed.
 	failure *connectivity.Failure
+	// clusterUID is the identity of the physical cluster a passing check
+	// read.
+	clusterUID string
 	// failures counts the transient failures in a row with these inputs;
 	// retryAt is when the next check is due.
 	failures int
@@ -48,7 +51,7 @@ func (r *connRecord) transient() bool { return r.failure != nil && !r.failure.Pe
 // connInputs identify what a check depends on: the binding's spec and its
 // kubeconfig. A change to either bypasses the backoff.
 func connInputs(b *kubeoceanv1alpha1.ClusterBinding, kubeconfigHash string) string {
-	return strconv.FormatInt(b.Generation, 10) + "/" + kubeconfigHash
+	return strconv.FormatInt(b.Generation, 10) + "/" + kubeconfigHash + "/" + pinInputs(b)
 }
 
 // backoffDelay is the wait after the n-th transient failure in a row:
@@ -121,8 +124,13 @@ func (c *Controller) connect(ctx context.Context, b *kubeoceanv1alpha1.ClusterBi
 		klog.FromContext(ctx).Info("Physical cluster answers again; checking it now", "failures", previous.failures)
 	}
 	failure := c.checker.Check(ctx, &b.Spec)
+	var clusterUID string
+	if failure == nil {
+		clusterUID, failure = c.checkIdentity(ctx, b)
+	}
 	c.metrics.observeCheck(failure, c.clock.Since(now))
 	record := nextRecord(previous, inputs, b.Spec.SecretRef, failure, c.clock.Now())
+	record.clusterUID = clusterUID
 	c.records.set(b.Name, record)
 
 	logger := klog.FromContext(ctx)

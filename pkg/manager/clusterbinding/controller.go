@@ -47,6 +47,9 @@ type Checker interface {
 	// request, to cut the backoff of an unreachable cluster short.
 	Answers(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec) bool
 	Forget(namespace, name string)
+	// Identity reads the physical cluster's identity (the UID of its
+	// kube-system namespace).
+	Identity(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec) (string, *connectivity.Failure)
 }
 
 // Options are the dependencies of the controller.

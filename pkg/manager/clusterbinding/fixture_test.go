@@ -37,6 +37,7 @@ type fakeChecker struct {
 	checks    int
 	probes    int
 	forgotten []string
+	uid       string
 }
 
 func (c *fakeChecker) Check(context.Context, *kubeoceanv1alpha1.ClusterBindingSpec) *connectivity.Failure {
@@ -52,6 +53,16 @@ func (c *fakeChecker) Answers(context.Context, *kubeoceanv1alpha1.ClusterBinding
 	defer c.mu.Unlock()
 	c.probes++
 	return c.failure == nil || c.failure.Reason != connectivity.ReasonUnreachable
+}
+
+// Identity answers with the cluster's uid ("cluster-a" unless set).
+func (c *fakeChecker) Identity(context.Context, *kubeoceanv1alpha1.ClusterBindingSpec) (string, *connectivity.Failure) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.uid == "" {
+		return "cluster-a", nil
+	}
+	return c.uid, nil
 }
 
 func (c *fakeChecker) Forget(namespace, name string) {

@@ -65,6 +65,7 @@ func desiredStatus(current kubeoceanv1alpha1.ClusterBindingStatus, obs observati
 	if obs.conn != nil && obs.conn.failure == nil {
 		status.LastSyncTime = ptrTime(obs.conn.checkedAt)
 	}
+	status.PhysicalClusterUID = pinnedUID(status.PhysicalClusterUID, obs.conn)
 	ready := condition(conditionReady, metav1.ConditionFalse, readyReason(obs), readyMessage(obs))
 	if status.Phase == kubeoceanv1alpha1.ClusterBindingReady {
 		ready.Status = metav1.ConditionTrue

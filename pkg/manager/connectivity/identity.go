@@ -1,0 +1,41 @@
+package connectivity
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// IdentityNamespace is the namespace whose UID identifies a cluster: every
+// cluster has it and none recreates it, so a kubeconfig re-pointed at
+// another cluster shows as another UID.
+const IdentityNamespace = "kube-system"
+
+// ReasonIdentityUnreadable: the physical cluster answered but its identity
+// could not be read.
+const ReasonIdentityUnreadable = "PhysicalClusterIdentityUnreadable"
+
+// Identity reads the UID of the physical cluster's IdentityNamespace
+// through the binding's kubeconfig. Call it after Check passed.
+func (c *Checker) Identity(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec) (string, *Failure) {
+	ref := spec.SecretRef
+	entry, err := c.cache.Get(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		return "", &Failure{Reason: ReasonSecretUnreadable, Message: err.Error(), Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	ns, err := entry.Clients.CoreV1().Namespaces().Get(ctx, IdentityNamespace, metav1.GetOptions{})
+	if err != nil {
+		return "", &Failure{
+			Reason: ReasonIdentityUnreadable,
+			Message: fmt.Sprintf("could not read namespace %s of the physical cluster at %s (kubeconfig secret %s/%s), which identifies it: %v",
+				IdentityNamespace, entry.Config.Host, ref.Namespace, ref.Name, err),
+			Err: err,
+		}
+	}
+	return string(ns.UID), nil
+}
