@@ -2,6 +2,7 @@ package node
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -132,6 +133,8 @@ type Controller struct {
 	// operator, by configuration token; share caches what one removes.
 	held  *frozenNodes
 	share shareCount
+	// heldReported is set once the condition was written since start.
+	heldReported atomic.Bool
 	// frozen are the nodes left as they are while a spec they depend on
 	// cannot be evaluated.
 	frozen *frozenNodes

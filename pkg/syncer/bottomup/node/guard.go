@@ -185,12 +185,20 @@ func (c *Controller) holdRemoval(ctx context.Context, key string, binding *kubeo
 }
 
 // release notes that key is no longer held, and clears the condition once
-// no node is.
+// no node is. The first node reconciled normally also says so, once per
+// start: the condition then shows on every binding, and one held by a
+// syncer that restarted since is cleared.
 func (c *Controller) release(ctx context.Context, key string) error {
-	if !c.held.thaw(key) || !c.held.empty() {
+	thawed := c.held.thaw(key)
+	first := c.heldReported.CompareAndSwap(false, true)
+	if (!thawed && !first) || !c.held.empty() {
 		return nil
 	}
-	return c.setHeldCondition(ctx, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonNoNodeRemovalHeld, "No virtual node removal waits for confirmation.")
+	if err := c.setHeldCondition(ctx, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonNoNodeRemovalHeld, "No virtual node removal waits for confirmation."); err != nil {
+		c.heldReported.Store(false)
+		return err
+	}
+	return nil
 }
 
 // setHeldCondition writes the binding's NodeRemovalHeld condition when it
@@ -204,9 +212,6 @@ func (c *Controller) setHeldCondition(ctx context.Context, status metav1.Conditi
 		return client404(err)
 	}
 	current := meta.FindStatusCondition(binding.Status.Conditions, kubeoceanv1alpha1.ClusterBindingConditionNodeRemovalHeld)
-	if current == nil && status == metav1.ConditionFalse {
-		return nil
-	}
 	if current != nil && current.Status == status && current.Reason == reason && current.Message == message {
 		return nil
 	}

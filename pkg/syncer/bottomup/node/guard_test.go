@@ -175,3 +175,23 @@ func TestAbsentNodeTellsDeselectedFromGone(t *testing.T) {
 		}
 	}
 }
+
+// The condition shows on every binding: the first node reconciled normally
+// says that nothing is held, once per start.
+func TestNothingHeldIsReportedOnce(t *testing.T) {
+	f := newFixture(t)
+	ocean := kubeoceanfake.NewClientset(binding())
+	f.c.bindingsClient = ocean.KubeoceanV1alpha1()
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	f.sync("node-a")
+	if held := heldCondition(t, ocean); held == nil || held.Status != metav1.ConditionFalse || held.Reason != kubeoceanv1alpha1.ReasonNoNodeRemovalHeld {
+		t.Fatalf("condition %+v, want False %s", held, kubeoceanv1alpha1.ReasonNoNodeRemovalHeld)
+	}
+	ocean.ClearActions()
+	f.sync("node-a")
+	if n := len(ocean.Actions()); n != 0 {
+		t.Fatalf("%d more binding requests, want none", n)
+	}
+}
