@@ -49,6 +49,14 @@ func (c *Controller) adoptable(ctx context.Context, virtual, live *corev1.Pod) (
 // recreated since. Once stamped, the pod enters the scoped informer and is
 // synced as any other: one pod, never a second copy of it.
 func (c *Controller) adopt(ctx context.Context, virtual, physical *corev1.Pod) error {
+	if c.predecessors.Proven(physical) {
+		// The predecessor's copies the pod uses are taken over now: the
+		// copy controllers met them as conflicts before this pod proved
+		// the predecessor, and recheck those only minutes later.
+		if _, problem := c.resolveDependencies(ctx, virtual); problem != nil {
+			klog.FromContext(ctx).Info("Copies of an adopted pod not all in step", "reason", problem.reason, "message", problem.message, "err", problem.err)
+		}
+	}
 	patch := updatePatch(physical, c.desiredState(virtual))
 	if patch == nil {
 		return nil
