@@ -103,6 +103,12 @@ func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.B
 	_, err := s.Physical.Kubectl(ctx, "apply", "--dry-run=server", "-f", testenv.RepoPath("manifests/samples/resourceleasingpolicy-office-hours.yaml"))
 	step(t, "office-hours sample", err)
 	csiBindingYAML := bindCSISecrets(t)
+	// Node stats are the physical administrator's opt-in; the flow reads
+	// them (kubectl top), so it grants them.
+	nodeStatsYAML, err := s.Physical.Kubectl(ctx, "kustomize", testenv.RepoPath("manifests/rbac/physical-node-stats"))
+	step(t, "render the node stats grant", err)
+	_, err = s.Physical.Kubectl(ctx, "apply", "-k", testenv.RepoPath("manifests/rbac/physical-node-stats"))
+	step(t, "grant node stats", err)
 	step(t, "create physical nodes", s.CreateNodes(ctx, []string{"node-a", "node-b"}, map[string]string{stack.LendableLabel: "true"}))
 	createPhysicalCSINode(t, "node-a")
 
@@ -142,7 +148,7 @@ func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.B
 	}
 	checkDispatched(t, s.Virtual, 100)
 	checkDispatched(t, s.Physical, 100)
-	checkAudit(t, s.Physical, "manifests/rbac/physical", csiBindingYAML, map[string][]string{
+	checkAudit(t, s.Physical, "manifests/rbac/physical", csiBindingYAML+"\n---\n"+nodeStatsYAML, map[string][]string{
 		stack.SyncerAccount: physicalSyncerUnusedOK,
 	})
 }

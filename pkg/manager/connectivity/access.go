@@ -58,7 +58,7 @@ var SyncerAccess = []Access{
 	{Resource: "nodes", Verbs: cachedVerbs},
 	{Resource: "pods", Scope: AllNamespaces, Verbs: cachedVerbs},
 	{Group: "storage.k8s.io", Resource: "csinodes", Verbs: cachedVerbs},
-	{Group: kubeoceanv1alpha1.GroupName, Resource: "resourceleasingpolicies", Verbs: []string{"list", "watch", "update", "patch"}},
+	{Group: kubeoceanv1alpha1.GroupName, Resource: "resourceleasingpolicies", Verbs: []string{"list", "watch", "patch"}},
 	{Group: kubeoceanv1alpha1.GroupName, Resource: "resourceleasingpolicies", Subresource: "status", Verbs: []string{"update"}},
 	{Resource: "persistentvolumes", Verbs: managedVerbs},
 	{Resource: "pods", Scope: MountNamespace, Verbs: []string{"get", "create", "patch", "delete"}},

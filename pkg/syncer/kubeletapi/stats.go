@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 )
 
@@ -125,6 +126,11 @@ func renameSeries(m *dto.Metric, pods map[string]virtualRef) bool {
 	return true
 }
 
+// NodeStatsNotGranted is the answer to stats/summary and metrics/resource
+// while the syncer's physical identity lacks get nodes/proxy.
+const NodeStatsNotGranted = "node stats are not granted in the physical cluster: its administrator grants them with " +
+	"manifests/rbac/physical-node-stats (get nodes/proxy); or run the syncer with --kubelet-node-stats=false"
+
 // serveStats answers stats/summary and metrics/resource from the physical
 // node's, through the physical apiserver's nodes/proxy.
 func (s *nodeServer) serveStats(w http.ResponseWriter, r *http.Request, path string) error {
@@ -137,6 +143,11 @@ func (s *nodeServer) serveStats(w http.ResponseWriter, r *http.Request, path str
 	}
 	raw, err := s.physical.CoreV1().RESTClient().Get().
 		AbsPath("/api/v1/nodes", physicalNode, "proxy", path).DoRaw(r.Context())
+	if apierrors.IsForbidden(err) {
+		// The grant is the physical administrator's opt-in: say what is
+		// missing rather than report a failing physical cluster.
+		return &requestError{Code: http.StatusServiceUnavailable, Message: NodeStatsNotGranted}
+	}
 	if err != nil {
 		klog.FromContext(r.Context()).Error(err, "Physical cluster call failed", "operation", "stats", "path", path,
 			"physicalNode", physicalNode, "node", s.node)

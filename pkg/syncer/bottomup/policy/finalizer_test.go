@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -18,13 +20,13 @@ func TestFinalizerIsAddedInItsOwnPass(t *testing.T) {
 	if err != nil || result != (controller.Result{}) {
 		t.Fatalf("reconcile = %+v, %v", result, err)
 	}
-	expectVerbs(t, actions, "update")
-	updated := actions[0].(clienttesting.UpdateAction).GetObject().(*kubeoceanv1alpha1.ResourceLeasingPolicy)
-	if len(updated.Finalizers) != 1 || updated.Finalizers[0] != kubeoceanv1alpha1.FinalizerResourceLeasingPolicy {
-		t.Fatalf("finalizers = %v", updated.Finalizers)
+	expectVerbs(t, actions, "patch")
+	finalizers := patchedFinalizers(t, actions[0])
+	if len(finalizers) != 1 || finalizers[0] != kubeoceanv1alpha1.FinalizerResourceLeasingPolicy {
+		t.Fatalf("finalizers = %v", finalizers)
 	}
-	if updated.Status.Phase != "" {
-		t.Fatalf("the metadata pass also wrote status: %+v", updated.Status)
+	if f.cached("p").Status.Phase != "" {
+		t.Fatalf("the metadata pass also wrote status: %+v", f.cached("p").Status)
 	}
 
 	// The update event brings the status pass.
@@ -61,10 +63,9 @@ func TestDeletionWaitsForVirtualNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectVerbs(t, actions, "update")
-	updated := actions[0].(clienttesting.UpdateAction).GetObject().(*kubeoceanv1alpha1.ResourceLeasingPolicy)
-	if len(updated.Finalizers) != 1 || updated.Finalizers[0] != "example.com/other" {
-		t.Errorf("finalizers after reclaim = %v, want only the foreign one", updated.Finalizers)
+	expectVerbs(t, actions, "patch")
+	if finalizers := patchedFinalizers(t, actions[0]); len(finalizers) != 1 || finalizers[0] != "example.com/other" {
+		t.Errorf("finalizers after reclaim = %v, want only the foreign one", finalizers)
 	}
 	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Normal "+EventReclaimed) {
 		t.Errorf("events = %q", events)
@@ -92,4 +93,32 @@ func TestIgnoredPolicies(t *testing.T) {
 	if events := f.events(); len(events) != 0 {
 		t.Errorf("events = %q", events)
 	}
+}
+
+// patchedFinalizers checks that a write is a merge patch of the finalizer
+// list alone, guarded by the resourceVersion (the syncer's physical
+// identity may change nothing else of a policy), and returns the list.
+func patchedFinalizers(t *testing.T, action clienttesting.Action) []string {
+	t.Helper()
+	patch, ok := action.(clienttesting.PatchAction)
+	if !ok || patch.GetPatchType() != types.MergePatchType || patch.GetSubresource() != "" {
+		t.Fatalf("write %v is not a merge patch of the policy", action)
+	}
+	var body struct {
+		Metadata struct {
+			ResourceVersion string   `json:"resourceVersion"`
+			Finalizers      []string `json:"finalizers"`
+		} `json:"metadata"`
+	}
+	var fields map[string]map[string]any
+	if err := json.Unmarshal(patch.GetPatch(), &fields); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(patch.GetPatch(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(fields) != 1 || len(fields["metadata"]) != 2 || body.Metadata.ResourceVersion == "" || body.Metadata.Finalizers == nil {
+		t.Fatalf("patch %s: want metadata.finalizers and metadata.resourceVersion only", patch.GetPatch())
+	}
+	return body.Metadata.Finalizers
 }

@@ -64,9 +64,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 }
 
 func (c *Controller) addFinalizer(ctx context.Context, policy *kubeoceanv1alpha1.ResourceLeasingPolicy) error {
-	updated := policy.DeepCopy()
-	updated.Finalizers = append(updated.Finalizers, finalizer)
-	if _, err := c.client.ResourceLeasingPolicies().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	if err := c.patchFinalizers(ctx, policy, append(slices.Clone(policy.Finalizers), finalizer)); err != nil {
 		return fmt.Errorf("adding finalizer %s: %w", finalizer, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Added finalizer", "finalizer", finalizer)
@@ -90,9 +88,7 @@ func (c *Controller) releaseWhenReclaimed(ctx context.Context, policy *kubeocean
 		logger.V(4).Info("Waiting for virtual nodes to be reclaimed", "virtualNodes", len(lent), "firstVirtualNode", klog.KObj(lent[0]))
 		return nil
 	}
-	updated := policy.DeepCopy()
-	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == finalizer })
-	_, err = c.client.ResourceLeasingPolicies().Update(ctx, updated, metav1.UpdateOptions{})
+	err = c.patchFinalizers(ctx, policy, withoutOurFinalizer(policy))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -102,6 +102,15 @@ func (f *fixture) reconcile(name string) (controller.Result, error, []clienttest
 				f.t.Fatal(err)
 			}
 		}
+		if patch, ok := a.(clienttesting.PatchAction); ok {
+			patched, err := f.client.Tracker().Get(patch.GetResource(), "", patch.GetName())
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			if err := f.policies.Update(patched); err != nil {
+				f.t.Fatal(err)
+			}
+		}
 	}
 	return result, err, actions
 }
@@ -348,7 +357,7 @@ func TestNoFinalizerWhileTheBindingIsGoing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range actions {
-		if a.GetSubresource() == "" && a.GetVerb() == "update" {
+		if a.GetSubresource() == "" && (a.GetVerb() == "update" || a.GetVerb() == "patch") {
 			t.Fatalf("metadata written while the binding is going away: %v", a)
 		}
 	}

@@ -1,0 +1,55 @@
+package kubeletapi
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// Without get nodes/proxy in the physical cluster (the default: it is the
+// physical administrator's opt-in), node stats answer 503 and name the
+// missing grant; another failure of the physical call stays a 502.
+func TestNodeStatsWithoutTheGrant(t *testing.T) {
+	for _, tc := range []struct {
+		physicalCode int
+		want         int
+	}{
+		{http.StatusForbidden, http.StatusServiceUnavailable},
+		{http.StatusInternalServerError, http.StatusBadGateway},
+	} {
+		physicalAPI := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(tc.physicalCode)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":` + strconv.Itoa(tc.physicalCode) + `}`))
+		}))
+		s, _ := newTestNodeServer(t, nil)
+		s.statsEnabled = true
+		s.physical = kubernetes.NewForConfigOrDie(&rest.Config{Host: physicalAPI.URL})
+		nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+		_ = nodes.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode,
+			Labels: map[string]string{kubeoceanv1alpha1.LabelPhysicalNodeName: "node-a"}}})
+		s.virtualNodes = corelisters.NewNodeLister(nodes)
+
+		err := s.serveStats(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/stats/summary", nil), "stats/summary")
+		physicalAPI.Close()
+		var re *requestError
+		if !errors.As(err, &re) || re.Code != tc.want {
+			t.Errorf("physical %d: serveStats = %v, want %d", tc.physicalCode, err, tc.want)
+			continue
+		}
+		if tc.want == http.StatusServiceUnavailable && re.Message != NodeStatsNotGranted {
+			t.Errorf("physical %d: message %q", tc.physicalCode, re.Message)
+		}
+	}
+}
