@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
@@ -62,10 +64,43 @@ func (s *Syncer) holderOf(ctx context.Context, claim *corev1.PersistentVolumeCla
 		return "", true, &NotReadyError{Kind: KindPVC, Namespace: claim.Namespace, Name: claim.Name, Reason: ReasonHolderMissing}
 	case err != nil:
 		return "", true, fmt.Errorf("reading holder claim %s/%s: %w", s.mountNamespace, holder, err)
-	case !s.owner.Owns(held) || held.Labels[provision.LabelHolder] != "true" ||
+	case held.Labels[provision.LabelHolder] != "true" ||
 		held.Annotations[provision.AnnotationClaimUID] != string(claim.UID) ||
 		held.Spec.VolumeName != pv.Annotations[provision.AnnotationPhysicalVolume]:
 		return "", true, &NotReadyError{Kind: KindPVC, Namespace: claim.Namespace, Name: claim.Name, Reason: ReasonHolderMissing}
 	}
+	switch ours, err := s.adoptHolder(ctx, held); {
+	case err != nil:
+		return "", true, err
+	case !ours:
+		return "", true, &NotReadyError{Kind: KindPVC, Namespace: claim.Namespace, Name: claim.Name, Reason: ReasonHolderMissing}
+	}
 	return holder, true, nil
+}
+
+// adoptHolder tells whether held, a holder claim that records the virtual
+// claim's UID and holds its volume, is this binding's, and makes it so
+// when an earlier binding of this name made it. The claim's UID, which
+// only a syncer of this virtual cluster saw and the tenant cannot choose,
+// proves that binding a predecessor once no ClusterBinding has its UID
+// (ownership.Predecessors), as a pod's UID does; its identity is then
+// stamped on, which brings it into the binding's caches. A binding
+// recreated after a forced deletion (which ran no unbinding sweep) thus
+// keeps its provisioned volumes.
+func (s *Syncer) adoptHolder(ctx context.Context, held *corev1.PersistentVolumeClaim) (bool, error) {
+	if s.owner.Owns(held) {
+		return true, nil
+	}
+	proven, err := s.predecessors.ProveByTwin(ctx, held)
+	if err != nil || !proven {
+		return false, err
+	}
+	adopted := held.DeepCopy()
+	adopted.Labels = s.owner.Stamp(adopted.Labels)
+	if _, err := s.pvcs.physical.client(held.Namespace).Update(ctx, adopted, metav1.UpdateOptions{}); err != nil {
+		return false, fmt.Errorf("adopting holder claim %s/%s of an earlier binding: %w", held.Namespace, held.Name, err)
+	}
+	klog.FromContext(ctx).Info("Adopted the holder claim of an earlier binding", "holder", klog.KObj(held),
+		"previousBindingUID", held.Labels[kubeoceanv1alpha1.LabelBindingUID])
+	return true, nil
 }

@@ -1,12 +1,14 @@
 package dependents_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
@@ -105,6 +107,45 @@ func TestEnsurePVCOfAProvisionedVolumeNotReady(t *testing.T) {
 				t.Fatalf("err = %v, want NotReadyError %s %s", err, tc.kind, tc.reason)
 			}
 			e.ExpectWrites()
+		})
+	}
+}
+
+// A binding recreated under the same name after a forced deletion finds
+// its predecessor's holder claim, which records the virtual claim's UID:
+// that proves the predecessor once no binding has its UID, and the holder
+// is adopted (the binding's identity stamped on), volume and all. A
+// predecessor still existing keeps it.
+func TestEnsurePVCAdoptsPredecessorsHolder(t *testing.T) {
+	for name, tc := range map[string]struct {
+		live    bool
+		adopted bool
+	}{
+		"earlier binding gone":   {adopted: true},
+		"earlier binding exists": {live: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			claim, pv, holder := provisioned()
+			holder.Labels = ownership.Owner{ClusterID: dependentstest.ClusterID, BindingUID: "earlier"}.Stamp(holder.Labels)
+			predecessors := ownership.NewPredecessors(dependentstest.Owner, func(context.Context, types.UID) (bool, error) { return tc.live, nil })
+			e := dependentstest.NewWithPredecessors(t, []runtime.Object{claim, pv}, []runtime.Object{holder}, predecessors)
+			got, err := e.Syncer.EnsurePVC(e.Context(), ns, "data")
+			if !tc.adopted {
+				var notReady *dependents.NotReadyError
+				if !errors.As(err, &notReady) || notReady.Reason != dependents.ReasonHolderMissing {
+					t.Fatalf("err = %v, want %s", err, dependents.ReasonHolderMissing)
+				}
+				e.ExpectWrites()
+				return
+			}
+			if err != nil || got != holder.Name {
+				t.Fatalf("EnsurePVC = %q, %v; want the holder %q", got, err, holder.Name)
+			}
+			e.ExpectWrites("physical update persistentvolumeclaims " + mountNS + "/" + holder.Name)
+			live, err := e.Physical.CoreV1().PersistentVolumeClaims(mountNS).Get(e.Context(), holder.Name, metav1.GetOptions{})
+			if err != nil || !dependentstest.Owner.Owns(live) || live.Spec.VolumeName != "local-1" {
+				t.Errorf("holder after adoption: %v, %v", live, err)
+			}
 		})
 	}
 }
