@@ -72,7 +72,7 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 		// change, each of which brings it back.
 		return c.refuse(ctx, virtual, ReasonPhysicalPodRejected, "The physical cluster refused the pod: "+err.Error(), true)
 	case err != nil:
-		return controller.Result{}, fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, err)
+		return controller.Result{}, fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, asWebhookFailure(err))
 	}
 	c.created.expect(controller.ObjectKey(virtual), virtual.UID, c.clock.Now())
 	logger.V(2).Info("Created physical pod", "physicalPod", klog.KObj(created), "physicalNode", physicalNode)

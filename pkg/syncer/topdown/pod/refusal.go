@@ -73,6 +73,26 @@ func isRefusal(err error) bool {
 	return false
 }
 
+// webhookFailure is a create that a physical admission webhook failed or
+// refused with a server error (500): the physical apiserver answered, and
+// the same pod will likely meet the same answer, so it backs off with the
+// controller's rate limiter (up to minutes) rather than being retried as an
+// unavailable apiserver is, every few seconds, for as long as the webhook
+// fails. It has no Unwrap for that reason: the retry classes read the
+// status through the chain.
+type webhookFailure struct{ err error }
+
+func (e *webhookFailure) Error() string { return e.err.Error() }
+
+// asWebhookFailure marks err when it is a physical admission webhook's
+// server error.
+func asWebhookFailure(err error) error {
+	if apierrors.IsInternalError(err) && strings.Contains(err.Error(), "webhook") {
+		return &webhookFailure{err: err}
+	}
+	return err
+}
+
 // refusals remembers the virtual pods whose physical pod was refused, with
 // the version of the pod that was refused, so that the same pod is not
 // sent again: only a change of the pod or a wake-up (the mount namespace's

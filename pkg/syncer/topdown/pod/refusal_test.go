@@ -305,3 +305,32 @@ func TestQuotaMayAdmitMore(t *testing.T) {
 		}
 	}
 }
+
+// A physical admission webhook that answers 500 fails the create again
+// and again: it backs off with the controller's rate limiter (up to
+// minutes), not every 5 s as an apiserver that does not answer. An
+// apiserver's own 500 still counts as unavailable.
+func TestCreateFailedByWebhookBacksOff(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		err         error
+		unavailable bool
+	}{
+		{"webhook failed", apierrors.NewInternalError(errorString(`failed calling webhook "validate.example.com": the server returned 500`)), false},
+		{"apiserver's own 500", apierrors.NewInternalError(errorString("etcdserver: request timed out")), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
+			f.react(f.physicalKube, "create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, tc.err
+			})
+			_, err := f.reconcile()
+			if err == nil || controller.IsTerminal(err) {
+				t.Fatalf("error = %v, want one retried", err)
+			}
+			if got := controller.Unavailable(err); got != tc.unavailable {
+				t.Errorf("Unavailable(%v) = %v, want %v", err, got, tc.unavailable)
+			}
+		})
+	}
+}
