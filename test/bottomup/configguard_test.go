@@ -144,4 +144,3 @@ func waitHeldCondition(t *testing.T, w *testenv.SyncerWorld) metav1.Condition {
 	})
 	return *held
 }
-
