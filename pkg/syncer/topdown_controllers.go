@@ -105,7 +105,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		SyncDaemonSetPods: e.opts.SyncDaemonSetPods,
 		HostPorts:         hostPorts,
 		Allowances:        allowed, AllowancesSynced: policies.Informer().HasSynced, Policies: policies.Informer(),
-		Predecessors: predecessors,
+		Predecessors: predecessors, BindingName: e.binding.Name, BindingStatus: e.virtual.Kubeocean.KubeoceanV1alpha1(),
 	})
 	if err != nil {
 		return nil, err

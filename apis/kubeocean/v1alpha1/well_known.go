@@ -131,6 +131,15 @@ const (
 	ReasonNodeRemovalUnconfirmed           = "NodeRemovalUnconfirmed"
 	ReasonNoNodeRemovalHeld                = "NoNodeRemovalHeld"
 
+	// ClusterBindingConditionPhysicalNamesTaken is True while pods of the
+	// binding cannot be created because their physical names are taken by
+	// objects the binding does not own and cannot prove its predecessor's
+	// (ReasonPhysicalNameTakenByOther; the message names pods and what
+	// holds each), False otherwise. The syncer writes it.
+	ClusterBindingConditionPhysicalNamesTaken = "PhysicalNamesTaken"
+	ReasonPhysicalNameTakenByOther            = "PhysicalNameTakenByOther"
+	ReasonNoPhysicalNameTaken                 = "NoPhysicalNameTaken"
+
 	// FinalizerResourceLeasingPolicy holds a policy until the nodes it lent
 	// are reclaimed.
 	FinalizerResourceLeasingPolicy = "kubeocean.io/policy-reclaim"

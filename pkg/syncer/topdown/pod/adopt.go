@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
@@ -42,6 +43,14 @@ func (c *Controller) adoptable(ctx context.Context, virtual, live *corev1.Pod) (
 	return false, fmt.Sprintf("; it was made for this pod by binding UID %s (cluster ID %s), which still exists or is not known to be gone", uid, c.clusterID), nil
 }
 
+// blockerOrForeign is why for a blocking pod that names no binding.
+func blockerOrForeign(why string) string {
+	if why == "" {
+		return " (not Kubeocean's, or another cluster ID's)"
+	}
+	return why
+}
+
 // adopt stamps the binding's identity on a physical pod an older version
 // or a predecessor binding made for virtual, which the caller proved (see
 // adoptable). The update is the usual three-way merge, whose identity
@@ -69,6 +78,7 @@ func (c *Controller) adopt(ctx context.Context, virtual, physical *corev1.Pod) e
 	case err != nil:
 		return fmt.Errorf("adopting physical pod %s/%s: %w", physical.Namespace, physical.Name, err)
 	}
+	c.noteBlocked(ctx, controller.ObjectKey(virtual), "")
 	klog.FromContext(ctx).V(2).Info("Adopted physical pod", "physicalPod", klog.KObj(physical),
 		"previousBindingUID", physical.Labels[kubeoceanv1alpha1.LabelBindingUID])
 	return nil

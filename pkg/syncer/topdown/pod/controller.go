@@ -152,6 +152,10 @@ type Options struct {
 	// ownership.Predecessors); such pods and token Secrets are adopted.
 	// Without it they block the pod (ReasonPhysicalPodNameTaken).
 	Predecessors *ownership.Predecessors
+	// BindingName and BindingStatus, optional, let the controller write the
+	// binding's PhysicalNamesTaken condition.
+	BindingName   string
+	BindingStatus BindingStatusWriter
 }
 
 // Controller reconciles virtual pods, keyed by namespace/name.
@@ -161,6 +165,9 @@ type Controller struct {
 	clusterID      string
 	owner          ownership.Owner
 	predecessors   *ownership.Predecessors
+	bindingName    string
+	bindingStatus  BindingStatusWriter
+	blocked        *blockedPods
 	mountNamespace string
 	apiServer      *apiServerAddress
 
@@ -217,6 +224,9 @@ func New(opts Options) (*Controller, error) {
 		clusterID:       opts.ClusterID,
 		owner:           ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
 		predecessors:    opts.Predecessors,
+		bindingName:     opts.BindingName,
+		bindingStatus:   opts.BindingStatus,
+		blocked:         newBlockedPods(),
 		mountNamespace:  opts.MountNamespace,
 		apiServer:       apiServer,
 		virtualClient:   opts.VirtualClient,

@@ -160,6 +160,9 @@ type seed struct {
 	rootCANotCached bool
 	// predecessors proves earlier bindings; nil proves none.
 	predecessors *ownership.Predecessors
+	// bindingStatus, when set, receives the binding's condition; the
+	// binding is named testBindingName.
+	bindingStatus BindingStatusWriter
 }
 
 func newFixture(t *testing.T, s seed) *fixture {
@@ -205,6 +208,7 @@ func newFixture(t *testing.T, s seed) *fixture {
 		Dependents: f.dependents, Recorder: f.recorder, Clock: f.clock,
 		MountNamespaces: physical.Namespaces(), ResourceQuotas: physical.ResourceQuotas(),
 		SyncDaemonSetPods: s.syncDaemonSetPods, Predecessors: s.predecessors,
+		BindingName: testBindingName, BindingStatus: s.bindingStatus,
 	})
 	if err != nil {
 		t.Fatal(err)
