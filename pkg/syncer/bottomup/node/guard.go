@@ -77,6 +77,10 @@ func (c *Controller) removalHold(key string, binding *kubeoceanv1alpha1.ClusterB
 	if binding.Annotations[kubeoceanv1alpha1.AnnotationConfirmNodeRemoval] == token {
 		return "", nil
 	}
+	// A physical node without a twin has nothing to remove.
+	if _, err := c.virtualNodes.Get(c.virtualNodeName(key)); apierrors.IsNotFound(err) {
+		return "", nil
+	}
 	if pods, err := c.activePods(c.virtualNodeName(key)); err != nil || pods > 0 {
 		return fmt.Sprintf("the virtual node runs %d pods", pods), err
 	}

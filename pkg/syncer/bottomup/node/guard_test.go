@@ -195,3 +195,25 @@ func TestNothingHeldIsReportedOnce(t *testing.T) {
 		t.Fatalf("%d more binding requests, want none", n)
 	}
 }
+
+// A physical node no policy lends and that has no twin is not held: there
+// is nothing to remove, even while the share rule holds others.
+func TestNodeWithoutTwinIsNotHeld(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	f.add(f.policies, policy("all", testNow.Add(-time.Hour), func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
+		p.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"idle"}}}}}}
+	}))
+	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "idle"}), physicalNode("node-b", nil))
+	f.sync("node-a")
+	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "busy"}))
+	f.sync("node-a") // held: one of one node
+	f.sync("node-b")
+	if f.c.held.thaw("node-b") {
+		t.Fatal("a node without a twin was held")
+	}
+	if !f.c.held.thaw("node-a") {
+		t.Fatal("the lent node was not held")
+	}
+}
