@@ -3,14 +3,19 @@ package topdown
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -153,4 +158,82 @@ func restampPredecessor(t *testing.T, w *testenv.SyncerWorld, binding, predecess
 		n.configMaps++
 	}
 	return n
+}
+
+// TestRecreatedBindingSaysWhatBlocksIt: a physical pod an earlier binding
+// made for an earlier virtual pod of the same name (a StatefulSet's db-0
+// recreated while the binding was gone) is neither adopted nor deleted:
+// the binding's PhysicalNamesTaken condition names the pod, the physical
+// pod and the binding UID it carries. Once the operator deletes it, the
+// pod is created and the condition turns False.
+func TestRecreatedBindingSaysWhatBlocksIt(t *testing.T) {
+	w := lendNode(t, "blocked", "cls-blocked")
+	ctx := t.Context()
+	ns := "db-blocked"
+	testenv.CreateNamespace(t, w.Virtual, ns)
+	waitDefaultServiceAccount(t, w, ns)
+	pod := workload(ns, "db-0", w.ClusterID, nil)
+	blocker := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: w.Mount, Name: naming.PhysicalName(ns, "db-0"),
+			Labels: map[string]string{
+				kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean,
+				kubeoceanv1alpha1.LabelClusterID: w.ClusterID, kubeoceanv1alpha1.LabelBindingUID: "uid-of-a-deleted-binding",
+			},
+			Annotations: map[string]string{
+				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: ns, kubeoceanv1alpha1.AnnotationVirtualPodName: "db-0",
+				kubeoceanv1alpha1.AnnotationVirtualPodUID: "uid-of-an-earlier-db-0",
+			},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	if _, err := w.Physical.CoreV1().Pods(w.Mount).Create(ctx, blocker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Virtual.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	condition := func(ctx context.Context) (*metav1.Condition, error) {
+		binding, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, w.Binding, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return meta.FindStatusCondition(binding.Status.Conditions, kubeoceanv1alpha1.ClusterBindingConditionPhysicalNamesTaken), nil
+	}
+	testenv.WaitFor(t, 60*time.Second, "the binding names what blocks db-0", func(ctx context.Context) (bool, error) {
+		c, err := condition(ctx)
+		if err != nil || c == nil {
+			return false, err
+		}
+		return c.Status == metav1.ConditionTrue && strings.Contains(c.Message, ns+"/db-0: physical pod "+w.Mount+"/"+blocker.Name) &&
+			strings.Contains(c.Message, "binding UID uid-of-a-deleted-binding"), fmt.Errorf("condition %+v", c)
+	})
+	live, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, blocker.Name, metav1.GetOptions{})
+	if err != nil || live.Labels[kubeoceanv1alpha1.LabelBindingUID] != "uid-of-a-deleted-binding" {
+		t.Fatalf("the blocker was touched: %v, %v", live, err)
+	}
+
+	if err := w.Physical.CoreV1().Pods(w.Mount).Delete(ctx, blocker.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	// The syncer rechecks a taken name every 2 minutes; deleting the
+	// virtual pod's blocker sends it no event, so the pod is edited to
+	// bring it back sooner, as an operator may.
+	testenv.WaitFor(t, 30*time.Second, "the blocker gone", func(ctx context.Context) (bool, error) {
+		_, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, blocker.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	patch := []byte(`{"metadata":{"labels":{"retry":"1"}}}`)
+	if _, err := w.Virtual.CoreV1().Pods(ns).Patch(ctx, "db-0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 60*time.Second, "db-0 created and the condition False", func(ctx context.Context) (bool, error) {
+		c, err := condition(ctx)
+		if err != nil || c == nil {
+			return false, err
+		}
+		created, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, blocker.Name, metav1.GetOptions{})
+		return err == nil && created.Labels[kubeoceanv1alpha1.LabelBindingUID] != "uid-of-a-deleted-binding" && c.Status == metav1.ConditionFalse,
+			fmt.Errorf("condition %+v, pod %v", c, err)
+	})
 }
