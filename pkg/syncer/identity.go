@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // identityNamespace is the namespace whose UID identifies a cluster: every
@@ -30,4 +32,22 @@ func physicalClusterUID(ctx context.Context, kube kubernetes.Interface) (string,
 		return "", fmt.Errorf("reading the physical cluster's identity (namespace %s): %w", identityNamespace, err)
 	}
 	return string(ns.UID), nil
+}
+
+// refuseOtherCluster stops a start whose kubeconfig reaches another
+// physical cluster than the one the binding is bound to: run against it,
+// the top-down controllers would report every physical pod lost and create
+// the binding's pods there. Nothing runs until the Secret is fixed or the
+// operator accepts the cluster (kubeocean.io/accept-physical-cluster); the
+// manager restarts the syncer with backoff meanwhile. A syncer that
+// already runs when the pin moves keeps running, and its node controller
+// freezes every node.
+func refuseOtherCluster(binding *kubeoceanv1alpha1.ClusterBinding, observed string) error {
+	pinned := binding.Status.PhysicalClusterUID
+	if pinned == "" || observed == "" || observed == pinned || binding.Annotations[kubeoceanv1alpha1.AnnotationAcceptPhysicalCluster] == observed {
+		return nil
+	}
+	return fmt.Errorf("%s: the kubeconfig of ClusterBinding %s reaches the physical cluster whose kube-system namespace has UID %s, "+
+		"but the binding is bound to %s; not starting. Fix the Secret, or annotate the binding %s=%s",
+		kubeoceanv1alpha1.ReasonPhysicalClusterChanged, binding.Name, observed, pinned, kubeoceanv1alpha1.AnnotationAcceptPhysicalCluster, observed)
 }

@@ -196,6 +196,9 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseOtherCluster(binding, clusterUID); err != nil {
+		return nil, err
+	}
 	logger.Info("Connected to the physical cluster", "clusterID", binding.Spec.ClusterID, "mountNamespace", binding.Spec.MountNamespace, "physicalClusterUID", clusterUID)
 
 	recorder, stopRecorder := events.NewRecorder(ctx, physical.Kube, Component)

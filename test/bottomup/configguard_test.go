@@ -53,7 +53,8 @@ func TestSelectorMatchingNothingHoldsEveryNode(t *testing.T) {
 // moving the pin, which is the same comparison seen from the other side —
 // and that cluster has none of the binding's nodes (the lent node leaves
 // the selector), the syncer leaves the virtual node and its pod as they
-// are and says why on the binding; the real UID back thaws it.
+// are and says why on the binding, and a syncer started then refuses to
+// run; the real UID back thaws it.
 func TestKubeconfigOfAnotherClusterFreezesEveryNode(t *testing.T) {
 	w := startSyncer(t, "guard-id", "cls-guard-id")
 	ctx := t.Context()
@@ -73,9 +74,19 @@ func TestKubeconfigOfAnotherClusterFreezesEveryNode(t *testing.T) {
 	waitForBindingEvent(t, w, kubeoceanv1alpha1.ReasonPhysicalClusterChanged)
 	observeUnchanged(t, w, vnode, "guard-id", "web", 15*time.Second)
 
+	// A syncer that starts against the other cluster does not start at
+	// all: its pod controllers would take every physical pod for lost.
+	w.StopSyncer()
+	w.RunSyncer(t)
+	if exit := w.WaitSyncerExit(t, 30*time.Second); exit == nil || !strings.Contains(exit.Error(), kubeoceanv1alpha1.ReasonPhysicalClusterChanged) {
+		t.Fatalf("the syncer started against another cluster stopped with %v, want %s", exit, kubeoceanv1alpha1.ReasonPhysicalClusterChanged)
+	}
+	observeUnchanged(t, w, vnode, "guard-id", "web", 3*time.Second)
+
 	// Back on the bound cluster, the node is evaluated again: no longer
 	// selected and running a pod, it is held for confirmation, not drained.
 	setPin(t, w, string(kubeSystem.UID))
+	w.RunSyncer(t)
 	waitHeldCondition(t, w)
 	observeUnchanged(t, w, vnode, "guard-id", "web", 5*time.Second)
 }
