@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/naming"
 )
 
 // nodeServer is the kubelet API of one virtual node.
@@ -142,7 +143,9 @@ func (s *nodeServer) physicalNode() (string, error) {
 	if err != nil {
 		return "", notFound("node %s not found: %v", s.node, err)
 	}
-	name := node.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName]
+	// A name over 63 characters fits no label value: it is in the
+	// annotation only.
+	name := naming.PhysicalNodeNameOf(node)
 	if name == "" {
 		return "", notFound("node %s has no physical node", s.node)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,5 +52,32 @@ func TestNodeStatsWithoutTheGrant(t *testing.T) {
 		if tc.want == http.StatusServiceUnavailable && re.Message != NodeStatsNotGranted {
 			t.Errorf("physical %d: message %q", tc.physicalCode, re.Message)
 		}
+	}
+}
+
+// A physical node name over 63 characters fits no label value, so the
+// virtual node carries it in its annotation only; kubectl top node asks
+// the physical node of that name all the same.
+func TestNodeStatsOfALongPhysicalNodeName(t *testing.T) {
+	long := strings.Repeat("n", 70) + ".compute.internal"
+	var asked string
+	physicalAPI := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = r.URL.Path
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":403}`))
+	}))
+	defer physicalAPI.Close()
+	s, _ := newTestNodeServer(t, nil)
+	s.statsEnabled = true
+	s.physical = kubernetes.NewForConfigOrDie(&rest.Config{Host: physicalAPI.URL})
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = nodes.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode,
+		Annotations: map[string]string{kubeoceanv1alpha1.AnnotationPhysicalNodeName: long}}})
+	s.virtualNodes = corelisters.NewNodeLister(nodes)
+
+	_ = s.serveStats(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/stats/summary", nil), "stats/summary")
+	if want := "/api/v1/nodes/" + long + "/proxy/stats/summary"; asked != want {
+		t.Errorf("asked the physical apiserver for %q, want %q", asked, want)
 	}
 }
