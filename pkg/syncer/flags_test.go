@@ -36,6 +36,7 @@ func TestFlags(t *testing.T) {
 		"--cluster-binding=b --physical-kube-api-qps=x":  `"--physical-kube-api-qps" flag: not a number`,
 		"--workers=2": "--cluster-binding is required",
 		"--cluster-binding=b --node-status-update-interval=-1s": "--node-status-update-interval must not be negative",
+		"--cluster-binding=b --outage-lease-renewal-limit=-1m":  "--outage-lease-renewal-limit must not be negative",
 	} {
 		if _, err := parse(strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", args, err, want)
