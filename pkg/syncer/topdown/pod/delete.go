@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // syncDeletion carries the deletion of a virtual pod to its physical pod
@@ -126,11 +127,11 @@ func (c *Controller) finishVirtual(ctx context.Context, virtual *corev1.Pod) err
 // cache may not show a pod the bottom-up side has already seen.
 func (c *Controller) syncLost(ctx context.Context, virtual *corev1.Pod, m mapping) error {
 	live, err := c.physicalClient.Pods(m.namespace).Get(ctx, m.name, metav1.GetOptions{})
-	if err == nil && m.namespace == c.mountNamespace && !c.owner.Owns(live) {
+	if err == nil && !c.owner.Owns(live) && (m.namespace == c.mountNamespace || ownership.Legacy(live)) {
 		// Made for this virtual pod by an older version, which set no
-		// binding identity, or by an earlier binding of this name; the
-		// informer, scoped to this binding's identity, cannot see it until
-		// it is adopted.
+		// binding identity, or by an earlier binding of this name (only
+		// ever in the mount namespace); the informer, scoped to this
+		// binding's identity, cannot see it until it is adopted.
 		adoptable, _, err := c.adoptable(ctx, virtual, live)
 		if err != nil || adoptable {
 			if adoptable {
