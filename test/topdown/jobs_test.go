@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -168,7 +169,7 @@ func TestJobsFinishAndLeaveNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ended := finishPhysicalPods(t, w, func(p *corev1.Pod) int32 {
-		if p.Labels[batchv1.JobNameLabel] == "fails" {
+		if p.Labels[tenantmeta.LabelKey(batchv1.JobNameLabel)] == "fails" {
 			return 1
 		}
 		return 0
