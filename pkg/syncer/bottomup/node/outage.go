@@ -69,7 +69,7 @@ func outageMarks(answers bool, lastAnswer time.Time, current []corev1.NodeCondit
 				Type: conditionPhysicalReachable, Status: corev1.ConditionFalse,
 				Reason: kubeoceanv1alpha1.ReasonPhysicalAPIServerUnreachable,
 				Message: fmt.Sprintf("The physical apiserver has not answered since %s. The node and its pods are shown as last seen: "+
-					"the pods are neither evicted nor deleted, their statuses are stale, and no new pod is scheduled here until it answers.", since),
+					"their statuses are stale, Kubeocean deletes nothing, and no new pod is scheduled here until it answers.", since),
 				LastHeartbeatTime: stamp, LastTransitionTime: stamp,
 			}
 	}
@@ -92,7 +92,7 @@ func (c *Controller) reportOutageChange(before, after *corev1.Node) {
 	case was == now:
 	case now == corev1.ConditionFalse:
 		c.recorder.Event(after, corev1.EventTypeWarning, EventPhysicalClusterUnreachable,
-			"The physical apiserver does not answer: the node and its pods are kept as last seen, and the node takes no new pods")
+			"The physical apiserver does not answer: the node and its pods are kept as last seen, and the node takes no new pods until it answers")
 	case now == corev1.ConditionTrue:
 		c.recorder.Event(after, corev1.EventTypeNormal, EventPhysicalClusterReachable,
 			"The physical apiserver answers again: the node's state is current again")
