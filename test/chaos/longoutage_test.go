@@ -114,7 +114,30 @@ func TestPhysicalOutageLongerThanEviction(t *testing.T) {
 	wantNodeEvents(t, nodes, kubeoceanv1alpha1.ReasonPhysicalAPIServerAnswers)
 	t.Logf("FIGURE %s: physical apiserver frozen %v (eviction due after ~%ds), nothing evicted or deleted; marks gone %v after it answered",
 		t.Name(), resumed.Sub(frozen).Round(100*time.Millisecond), 40+evictAfter, cleared.Round(100*time.Millisecond))
+	// The later tests let the virtual nodes go Unknown on purpose, which
+	// would evict these pods in their time: remove them while this test's
+	// syncer still runs to delete their twins.
+	removePods(t, namespace)
 	syncer.Stop()
+}
+
+// removePods deletes the virtual pods of namespace and waits until they and
+// their physical twins are gone.
+func removePods(t *testing.T, namespace string) {
+	t.Helper()
+	if err := env.virtualKube.CoreV1().Pods(namespace).DeleteCollection(t.Context(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, convergeTimeout, "the pods of "+namespace+" and their twins are gone", func(ctx context.Context) (string, error) {
+		pods, err := env.virtualKube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		if n := len(pods.Items); n > 0 {
+			return fmt.Sprintf("%d virtual pods left", n), nil
+		}
+		return disagreement(ctx)
+	})
 }
 
 // createShortTolerationPods is createPods with pods that tolerate an
@@ -188,6 +211,24 @@ func wantNodeEvents(t *testing.T, nodes []string, reason string) {
 		}
 		if len(missing) > 0 {
 			return "none on " + strings.Join(missing, ", "), nil
+		}
+		return "", nil
+	})
+}
+
+// waitLeasesRenewedAfter waits until every virtual node's Lease was renewed
+// after since: a syncer started then runs its controllers.
+func waitLeasesRenewedAfter(t *testing.T, since time.Time) {
+	t.Helper()
+	poll(t, convergeTimeout, "the virtual nodes' Leases renewed by the new syncer", func(ctx context.Context) (string, error) {
+		for _, name := range virtualNodes() {
+			lease, err := env.virtualKube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return "", err
+			}
+			if renewed := lease.Spec.RenewTime; renewed == nil || !renewed.After(since) {
+				return fmt.Sprintf("lease %s last renewed %v", name, renewed), nil
+			}
 		}
 		return "", nil
 	})

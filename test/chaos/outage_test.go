@@ -108,8 +108,12 @@ func restartAPIServer(t *testing.T, namespace string, cluster *controlplane.Clus
 func TestPhysicalAPIServerFrozen(t *testing.T) {
 	namespace := "physical-freeze"
 	deletionsBefore := env.deletions.count()
+	started := time.Now()
 	manager := startManager(t, namespace)
 	waitConverged(t, "the pods of earlier tests agree before the freeze")
+	// The pods agree without a syncer; a syncer still setting up when the
+	// freeze begins is one that starts during the outage (checked later).
+	waitLeasesRenewedAfter(t, started)
 	before := checkExact(t, deletionsBefore, 0)
 	createNamespace(t, namespace)
 
