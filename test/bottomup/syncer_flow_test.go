@@ -124,6 +124,8 @@ func TestSyncerBottomUp(t *testing.T) {
 		w.WaitCPU(t, "flow-a", "2")
 	})
 
+	// The token of the last node removal confirmed on the binding.
+	confirmed := ""
 	t.Run("a node leaving the selector is drained and removed", func(t *testing.T) {
 		waitPodRunning(t, w, "flow-workloads", "on-b", w.VirtualNode("flow-b"))
 		n, err := w.Physical.CoreV1().Nodes().Get(ctx, "flow-b", metav1.GetOptions{})
@@ -134,6 +136,9 @@ func TestSyncerBottomUp(t *testing.T) {
 		if _, err := w.Physical.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// It runs a pod: a configuration change removes it only once the
+		// operator confirms.
+		confirmed = confirmNodeRemoval(t, w, confirmed)
 		w.WaitNodeGone(t, "flow-b")
 		waitPodGone(t, w, "flow-workloads", "on-b")
 	})
@@ -142,6 +147,7 @@ func TestSyncerBottomUp(t *testing.T) {
 		if err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Delete(ctx, "flow-half", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		confirmed = confirmNodeRemoval(t, w, confirmed)
 		w.WaitNodeGone(t, "flow-a")
 		waitPodGone(t, w, "flow-workloads", "web")
 		testenv.WaitFor(t, 30*time.Second, "the policy is gone", func(ctx context.Context) (bool, error) {
