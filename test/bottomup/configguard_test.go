@@ -2,7 +2,6 @@ package bottomup
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -155,31 +154,4 @@ func waitHeldCondition(t *testing.T, w *testenv.SyncerWorld) metav1.Condition {
 		return held != nil && held.Status == metav1.ConditionTrue && held.Reason == kubeoceanv1alpha1.ReasonNodeRemovalUnconfirmed, nil
 	})
 	return *held
-}
-
-// confirmNodeRemoval waits until the binding holds a node removal under a
-// token other than previous, confirms it as an operator would, and returns
-// the token.
-func confirmNodeRemoval(t *testing.T, w *testenv.SyncerWorld, previous string) string {
-	t.Helper()
-	var token string
-	testenv.WaitFor(t, 30*time.Second, "the binding holds a new node removal", func(ctx context.Context) (bool, error) {
-		b, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, w.Binding, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		held := meta.FindStatusCondition(b.Status.Conditions, kubeoceanv1alpha1.ClusterBindingConditionNodeRemovalHeld)
-		if held == nil || held.Status != metav1.ConditionTrue || !strings.Contains(held.Message, " --overwrite") {
-			return false, nil
-		}
-		token = held.Message[strings.LastIndex(held.Message, "=")+1 : strings.LastIndex(held.Message, " --overwrite")]
-		return token != previous, fmt.Errorf("token %q", token)
-	})
-	updateBinding(t, w, func(b *kubeoceanv1alpha1.ClusterBinding) {
-		if b.Annotations == nil {
-			b.Annotations = map[string]string{}
-		}
-		b.Annotations[kubeoceanv1alpha1.AnnotationConfirmNodeRemoval] = token
-	})
-	return token
 }

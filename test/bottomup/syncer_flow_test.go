@@ -138,7 +138,7 @@ func TestSyncerBottomUp(t *testing.T) {
 		}
 		// It runs a pod: a configuration change removes it only once the
 		// operator confirms.
-		confirmed = confirmNodeRemoval(t, w, confirmed)
+		confirmed = w.ConfirmNodeRemoval(t, confirmed)
 		w.WaitNodeGone(t, "flow-b")
 		waitPodGone(t, w, "flow-workloads", "on-b")
 	})
@@ -147,7 +147,7 @@ func TestSyncerBottomUp(t *testing.T) {
 		if err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Delete(ctx, "flow-half", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		confirmed = confirmNodeRemoval(t, w, confirmed)
+		confirmed = w.ConfirmNodeRemoval(t, confirmed)
 		w.WaitNodeGone(t, "flow-a")
 		waitPodGone(t, w, "flow-workloads", "web")
 		testenv.WaitFor(t, 30*time.Second, "the policy is gone", func(ctx context.Context) (bool, error) {

@@ -116,6 +116,9 @@ func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 		[]byte(`{"metadata":{"labels":{"suite":"elsewhere"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The node runs pods: the configuration change removes it once the
+	// operator confirms.
+	w.ConfirmNodeRemoval(t, "")
 	start := time.Now()
 	testenv.WaitFor(t, 3*time.Minute, "the drained node is removed", func(ctx context.Context) (bool, error) {
 		_, err := w.Virtual.CoreV1().Nodes().Get(ctx, w.VirtualNode("pdb-node"), metav1.GetOptions{})
