@@ -56,48 +56,7 @@ func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Inte
 				}
 				continue
 			}
-			node := claim.Annotations["volume.kubernetes.io/selected-node"]
-			if node == "" {
-				continue
-			}
-			pvName := "local-" + string(claim.UID)
-			pv := &corev1.PersistentVolume{
-				ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{"test-provisioner": class}},
-				Spec: corev1.PersistentVolumeSpec{
-					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]},
-					AccessModes:                   claim.Spec.AccessModes,
-					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-					StorageClassName:              class,
-					PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/" + pvName}},
-					ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},
-					NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-						MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
-					}}}},
-				},
-			}
-			created, err := kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				created, err = kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
-			}
-			if err != nil {
-				return err
-			}
-			if created.Status.Phase != corev1.VolumeBound {
-				created.Status.Phase = corev1.VolumeBound
-				if _, err := kube.CoreV1().PersistentVolumes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-					return err
-				}
-			}
-			if claim.Spec.VolumeName == "" {
-				claim.Spec.VolumeName = pvName
-				if claim, err = kube.CoreV1().PersistentVolumeClaims(namespace).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
-					return err
-				}
-			}
-			claim.Status.Phase = corev1.ClaimBound
-			claim.Status.AccessModes = claim.Spec.AccessModes
-			claim.Status.Capacity = pv.Spec.Capacity
-			if _, err := kube.CoreV1().PersistentVolumeClaims(namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+			if err := bindLocalVolume(ctx, kube, claim, class); err != nil {
 				return err
 			}
 		}
@@ -129,6 +88,54 @@ func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Inte
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
+}
+
+// bindLocalVolume makes a hostPath volume on the claim's selected node and
+// binds the two, as a provisioner and the binder would.
+func bindLocalVolume(ctx context.Context, kube kubernetes.Interface, claim *corev1.PersistentVolumeClaim, class string) error {
+	node := claim.Annotations["volume.kubernetes.io/selected-node"]
+	if claim.Status.Phase == corev1.ClaimBound || node == "" {
+		return nil
+	}
+	pvName := "local-" + string(claim.UID)
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{"test-provisioner": class}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]},
+			AccessModes:                   claim.Spec.AccessModes,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			StorageClassName:              class,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/" + pvName}},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+			}}}},
+		},
+	}
+	created, err := kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	if created.Status.Phase != corev1.VolumeBound {
+		created.Status.Phase = corev1.VolumeBound
+		if _, err := kube.CoreV1().PersistentVolumes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	if claim.Spec.VolumeName == "" {
+		claim.Spec.VolumeName = pvName
+		if claim, err = kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	claim.Status.Phase = corev1.ClaimBound
+	claim.Status.AccessModes = claim.Spec.AccessModes
+	claim.Status.Capacity = pv.Spec.Capacity
+	_, err = kube.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{})
+	return err
 }
 
 // resizeLocal grows the volume of a bound claim that asks for more than it
