@@ -28,7 +28,7 @@ import (
 // kube-controller-manager): a hostPath volume on the claim's selected node
 // for each claim, bound to it; a bound claim that asks for more than it has
 // gets it, the volume first and then the claim, as external-resizer does; a
-// volume whose claim is gone is deleted (the class's Delete policy).
+// volume whose claim is gone follows its reclaim policy (see reclaim).
 func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Interface, namespace, class string) {
 	step := func() error {
 		claims, err := kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
@@ -73,7 +73,7 @@ func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Inte
 				continue
 			}
 			if ref := pv.Spec.ClaimRef; ref != nil && !live[ref.UID] {
-				if err := kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				if err := reclaim(ctx, kube, &pv); err != nil && !apierrors.IsNotFound(err) {
 					return err
 				}
 			}
@@ -88,6 +88,23 @@ func runLocalProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Inte
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
+}
+
+// reclaim does to a volume whose claim is gone what the PV controller does
+// by its reclaim policy: Delete deletes it, Retain marks it Released and
+// keeps it.
+func reclaim(ctx context.Context, kube kubernetes.Interface, pv *corev1.PersistentVolume) error {
+	switch pv.Spec.PersistentVolumeReclaimPolicy {
+	case corev1.PersistentVolumeReclaimDelete:
+		return kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{})
+	case corev1.PersistentVolumeReclaimRetain:
+		if pv.Status.Phase != corev1.VolumeReleased {
+			pv.Status.Phase = corev1.VolumeReleased
+			_, err := kube.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{})
+			return err
+		}
+	}
+	return nil
 }
 
 // bindLocalVolume makes a hostPath volume on the claim's selected node and

@@ -11,9 +11,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
@@ -40,7 +37,7 @@ func TestUnbindingKeepsProvisionedVolumes(t *testing.T) {
 		_ = w.Physical.CoreV1().PersistentVolumes().DeleteCollection(ctx, metav1.DeleteOptions{},
 			metav1.ListOptions{LabelSelector: "test-provisioner=" + physicalClass.Name})
 	})
-	runReclaimingProvisioner(ctx, t, w.Physical, w.Mount, physicalClass.Name)
+	runLocalProvisioner(ctx, t, w.Physical, w.Mount, physicalClass.Name)
 	class := provision.VirtualClassName(clusterID, physicalClass.Name)
 	testenv.WaitFor(t, 30*time.Second, "the virtual StorageClass "+class, func(ctx context.Context) (bool, error) {
 		_, err := w.Virtual.StorageV1().StorageClasses().Get(ctx, class, metav1.GetOptions{})
@@ -117,69 +114,4 @@ func TestUnbindingKeepsProvisionedVolumes(t *testing.T) {
 			t.Errorf("virtual claim of %s: %v (%v)", pod, claim, err)
 		}
 	}
-}
-
-// runReclaimingProvisioner is the physical cluster's provisioner and PV
-// controller for claims of class in namespace (no kube-controller-manager
-// runs there), as runLocalProvisioner is, but a volume whose claim is gone
-// follows its reclaim policy as the PV controller would: Delete deletes
-// it, Retain marks it Released and keeps it. Volumes are made under
-// Delete, a StorageClass's default.
-func runReclaimingProvisioner(ctx context.Context, t *testing.T, kube kubernetes.Interface, namespace, class string) {
-	step := func() error {
-		claims, err := kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		live := map[types.UID]bool{}
-		for i := range claims.Items {
-			claim := &claims.Items[i]
-			if ptr.Deref(claim.Spec.StorageClassName, "") != class {
-				continue
-			}
-			if claim.DeletionTimestamp != nil {
-				// As the pvc-protection controller would once no pod uses it.
-				if err := dropFinalizers(ctx, kube, claim); err != nil {
-					return err
-				}
-				continue
-			}
-			live[claim.UID] = true
-			if err := bindLocalVolume(ctx, kube, claim, class); err != nil {
-				return err
-			}
-		}
-		volumes, err := kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: "test-provisioner=" + class})
-		if err != nil {
-			return err
-		}
-		for i := range volumes.Items {
-			pv := &volumes.Items[i]
-			ref := pv.Spec.ClaimRef
-			if ref == nil || live[ref.UID] || pv.DeletionTimestamp != nil {
-				continue
-			}
-			switch pv.Spec.PersistentVolumeReclaimPolicy {
-			case corev1.PersistentVolumeReclaimDelete:
-				err = kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{})
-			case corev1.PersistentVolumeReclaimRetain:
-				if pv.Status.Phase != corev1.VolumeReleased {
-					pv.Status.Phase = corev1.VolumeReleased
-					_, err = kube.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{})
-				}
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-		}
-		return nil
-	}
-	go func() {
-		for ctx.Err() == nil {
-			if err := step(); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
-				t.Logf("test provisioner: %v", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
 }
