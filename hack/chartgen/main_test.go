@@ -14,13 +14,15 @@ func TestEscapeTemplates(t *testing.T) {
 }
 
 func TestSubstitutePodSecurity(t *testing.T) {
-	in := "# confined to kubeocean-worker\nresourceNames: [\"kubeocean-worker\"]\nother: kubeocean-worker-2\nmetadata:\n  name: kubeocean-worker\n  labels:\n    pod-security.kubernetes.io/enforce: baseline\n    pod-security.kubernetes.io/enforce-version: \"latest\"\n"
+	in := "# confined to kubeocean-worker\nresourceNames: [\"kubeocean-worker\"]\nother: kubeocean-worker-2\nflow: kubeocean-syncer.kubeocean-worker\nrole: kubeocean-syncer:kubeocean-worker\nmetadata:\n  name: kubeocean-worker\n  labels:\n    pod-security.kubernetes.io/enforce: baseline\n    pod-security.kubernetes.io/enforce-version: \"latest\"\n"
 	got := substituteMountNamespace(substitutePodSecurity(in))
 	for _, want := range []string{
 		"  name: {{ .Values.mountNamespace.name }}\n",
 		"# confined to kubeocean-worker\n",
 		`resourceNames: ["{{ .Values.mountNamespace.name }}"]`,
 		"other: kubeocean-worker-2\n",
+		"flow: kubeocean-syncer.{{ .Values.mountNamespace.name }}\n",
+		"role: kubeocean-syncer:{{ .Values.mountNamespace.name }}\n",
 		`    pod-security.kubernetes.io/enforce: {{ index .Values.mountNamespace.podSecurity "enforce" | default "baseline" | quote }}`,
 		`    pod-security.kubernetes.io/enforce-version: {{ index .Values.mountNamespace.podSecurity "enforce-version" | default "latest" | quote }}`,
 	} {

@@ -140,9 +140,10 @@ func configMapTemplate(dir string, gen configMapGenerator, namespace string) (st
 	return b.String(), nil
 }
 
-// mountNamespaceRef is the mount namespace as a whole YAML value: a name,
-// a namespace, an item of resourceNames.
-var mountNamespaceRef = regexp.MustCompile(`(^|[^a-z0-9.-])` + regexp.QuoteMeta(mountNamespace) + `([^a-z0-9.-]|$)`)
+// mountNamespaceRef is the mount namespace as a whole word of a YAML value:
+// a name, a namespace, an item of resourceNames, a part of a name after
+// ':' or '.' (kubeocean-syncer:kubeocean-worker).
+var mountNamespaceRef = regexp.MustCompile(`(^|[^a-z0-9-])` + regexp.QuoteMeta(mountNamespace) + `([^a-z0-9-]|$)`)
 
 // substituteMountNamespace replaces the mount namespace everywhere but in
 // comments.

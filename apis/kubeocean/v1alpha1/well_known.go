@@ -140,6 +140,27 @@ const (
 	ReasonPhysicalNameTakenByOther            = "PhysicalNameTakenByOther"
 	ReasonNoPhysicalNameTaken                 = "NoPhysicalNameTaken"
 
+	// MountNamespaceClaim is the ConfigMap in a mount namespace that records
+	// the one binding the namespace belongs to, written at the binding's
+	// first connection and deleted by its unbinding. Its data keys are the
+	// ClaimKey constants. A binding of another name or another virtual
+	// cluster that names the namespace is refused (Connected=False, reason
+	// ReasonMountNamespaceTaken); a binding recreated under the same name
+	// in the same virtual cluster takes the claim over.
+	MountNamespaceClaim = "kubeocean-binding"
+	// ClaimKeyVirtualCluster: the UID of the virtual cluster's kube-system
+	// namespace, which identifies the virtual cluster.
+	ClaimKeyVirtualCluster = "virtualCluster"
+	// ClaimKeyBinding, ClaimKeyBindingUID, ClaimKeyClusterID: the
+	// ClusterBinding's name, UID and spec.clusterID.
+	ClaimKeyBinding    = "binding"
+	ClaimKeyBindingUID = "bindingUID"
+	ClaimKeyClusterID  = "clusterID"
+	// ReasonMountNamespaceTaken: the binding's mount namespace is claimed
+	// by another binding (MountNamespaceClaim); nothing is run for the
+	// binding until that binding releases it or the binding names another.
+	ReasonMountNamespaceTaken = "MountNamespaceTaken"
+
 	// FinalizerResourceLeasingPolicy holds a policy until the nodes it lent
 	// are reclaimed.
 	FinalizerResourceLeasingPolicy = "kubeocean.io/policy-reclaim"
