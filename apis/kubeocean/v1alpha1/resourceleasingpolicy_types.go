@@ -42,6 +42,18 @@ type ResourceLeasingPolicySpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	Cluster string `json:"cluster"`
 
+	// MountNamespace is the mount namespace of the binding this policy
+	// lends to. Since a mount namespace belongs to exactly one binding, a
+	// policy that sets it belongs to exactly one binding of one virtual
+	// cluster: another virtual cluster's binding of the same name neither
+	// uses it nor releases its finalizer. Unset: every binding named
+	// spec.cluster uses it (as before).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="mountNamespace must be a valid namespace name: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	MountNamespace string `json:"mountNamespace,omitempty"`
+
 	// NodeSelector picks the nodes the policy applies to; empty selects all.
 	// +optional
 	NodeSelector *corev1.NodeSelector `json:"nodeSelector,omitempty"`

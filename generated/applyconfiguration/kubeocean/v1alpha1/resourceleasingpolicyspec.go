@@ -29,6 +29,13 @@ import (
 type ResourceLeasingPolicySpecApplyConfiguration struct {
 	// Cluster is the name of the ClusterBinding this policy lends to.
 	Cluster *string `json:"cluster,omitempty"`
+	// MountNamespace is the mount namespace of the binding this policy
+	// lends to. Since a mount namespace belongs to exactly one binding, a
+	// policy that sets it belongs to exactly one binding of one virtual
+	// cluster: another virtual cluster's binding of the same name neither
+	// uses it nor releases its finalizer. Unset: every binding named
+	// spec.cluster uses it (as before).
+	MountNamespace *string `json:"mountNamespace,omitempty"`
 	// NodeSelector picks the nodes the policy applies to; empty selects all.
 	NodeSelector *v1.NodeSelector `json:"nodeSelector,omitempty"`
 	// TimeWindows are the times at which the nodes are lent; an empty list
@@ -69,6 +76,14 @@ func ResourceLeasingPolicySpec() *ResourceLeasingPolicySpecApplyConfiguration {
 // If called multiple times, the Cluster field is set to the value of the last call.
 func (b *ResourceLeasingPolicySpecApplyConfiguration) WithCluster(value string) *ResourceLeasingPolicySpecApplyConfiguration {
 	b.Cluster = &value
+	return b
+}
+
+// WithMountNamespace sets the MountNamespace field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MountNamespace field is set to the value of the last call.
+func (b *ResourceLeasingPolicySpecApplyConfiguration) WithMountNamespace(value string) *ResourceLeasingPolicySpecApplyConfiguration {
+	b.MountNamespace = &value
 	return b
 }
 
