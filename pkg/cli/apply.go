@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 )
@@ -47,85 +50,141 @@ func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// applier applies objects to one cluster with server-side apply, or, in a
-// dry run, prints them.
+// Outcomes of ensure, as printed.
+const (
+	outcomeCreated     = "created"
+	outcomeUnchanged   = "unchanged"
+	outcomeDiffers     = "differs from the shipped version, left as is"
+	outcomeWouldCreate = "would be created"
+	outcomeWouldLeave  = "differs from the shipped version, would be left as is"
+)
+
+// applier creates in one cluster the objects that are missing and leaves
+// those that exist as they are: an administrator may have hardened them
+// (a stricter pod security level, a rule removed), and bind must never
+// undo that. It prints, per object, what it did or, in a dry run, a diff
+// of what it would apply against what exists.
 type applier struct {
 	cluster string // "physical" or "virtual", for messages
-	c       *clients
+	dynamic dynamic.Interface
+	mapper  meta.RESTMapper
 	dryRun  bool
 	out     io.Writer
-	mapper  meta.RESTMapper
 }
 
 func newApplier(cluster string, c *clients, dryRun bool, out io.Writer) *applier {
-	a := &applier{cluster: cluster, c: c, dryRun: dryRun, out: out}
-	if c != nil {
-		a.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.kube.Discovery()))
-	}
-	return a
+	return &applier{cluster: cluster, dynamic: c.dynamic, dryRun: dryRun, out: out,
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.kube.Discovery()))}
 }
 
-// apply applies each object in order; secret values are never printed.
-func (a *applier) apply(ctx context.Context, objects ...*unstructured.Unstructured) error {
+// ensure creates each object that does not exist, in order, and reports
+// on those that do.
+func (a *applier) ensure(ctx context.Context, objects ...*unstructured.Unstructured) error {
 	for _, obj := range objects {
-		if a.dryRun {
-			if err := a.print(obj); err != nil {
-				return err
-			}
-			continue
+		if _, err := a.ensureOne(ctx, obj); err != nil {
+			return fmt.Errorf("%s cluster: %s %s: %w", a.cluster, obj.GetKind(), describe(obj), err)
 		}
-		if err := a.applyOne(ctx, obj); err != nil {
-			return fmt.Errorf("%s cluster: applying %s %s: %w", a.cluster, obj.GetKind(), describe(obj), err)
-		}
-		fmt.Fprintf(a.out, "%s cluster: %s %s applied\n", a.cluster, obj.GetKind(), describe(obj))
 	}
 	return nil
 }
 
-func (a *applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) error {
+// ensureOne returns the outcome it printed.
+func (a *applier) ensureOne(ctx context.Context, obj *unstructured.Unstructured) (string, error) {
+	resource, err := a.resource(obj)
+	if meta.IsNoMatchError(err) && a.dryRun {
+		// A kind whose CRD the dry run did not create: nothing of it exists.
+		return a.report(obj, nil)
+	}
+	if err != nil {
+		return "", err
+	}
+	existing, err := resource.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
+		return "", err
+	}
+	if existing == nil && !a.dryRun {
+		if _, err := resource.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+			return "", err
+		}
+	}
+	return a.report(obj, existing)
+}
+
+// report prints what ensure did with obj, given what existed before.
+func (a *applier) report(obj, existing *unstructured.Unstructured) (string, error) {
+	head := fmt.Sprintf("%s cluster: %s %s", a.cluster, obj.GetKind(), describe(obj))
+	if existing == nil {
+		if !a.dryRun {
+			fmt.Fprintf(a.out, "%s %s\n", head, outcomeCreated)
+			return outcomeCreated, nil
+		}
+		return outcomeWouldCreate, a.printDiff(head+" "+outcomeWouldCreate, obj, nil)
+	}
+	diffs := differences(obj.Object, existing.Object)
+	switch {
+	case len(diffs) == 0:
+		fmt.Fprintf(a.out, "%s %s\n", head, outcomeUnchanged)
+		return outcomeUnchanged, nil
+	case a.dryRun:
+		return outcomeWouldLeave, a.printDiff(head+" "+outcomeWouldLeave, obj, existing)
+	}
+	fmt.Fprintf(a.out, "%s %s:\n", head, outcomeDiffers)
+	for _, d := range diffs {
+		fmt.Fprintf(a.out, "    %s\n", d)
+	}
+	return outcomeDiffers, nil
+}
+
+// printDiff prints a unified diff of the fields of existing that bind sets
+// against obj (all added when existing is nil), secret values redacted.
+func (a *applier) printDiff(head string, obj, existing *unstructured.Unstructured) error {
+	shipped, err := yaml.Marshal(redacted(obj).Object)
+	if err != nil {
+		return err
+	}
+	var current []byte
+	if existing != nil {
+		projected, _ := project(obj.Object, redacted(existing).Object).(map[string]any)
+		if current, err = yaml.Marshal(projected); err != nil {
+			return err
+		}
+	}
+	from := "/dev/null"
+	if existing != nil {
+		from = a.cluster + " cluster: " + describe(obj)
+	}
+	diff := unifiedDiff(from, "bind: "+describe(obj), string(current), string(shipped))
+	_, err = fmt.Fprintf(a.out, "%s\n%s", head, indent(diff))
+	return err
+}
+
+func (a *applier) resource(obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
 	gvk := obj.GroupVersionKind()
 	mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
-		// A CRD applied a moment ago: discover again.
+		// A CRD created a moment ago: discover again.
 		if r, ok := a.mapper.(meta.ResettableRESTMapper); ok {
 			r.Reset()
 		}
 		mapping, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	resource := a.c.dynamic.Resource(mapping.Resource)
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		_, err = resource.Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, opts)
-	} else {
-		_, err = resource.Apply(ctx, obj.GetName(), obj, opts)
+		return a.dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace()), nil
 	}
-	return err
+	return a.dynamic.Resource(mapping.Resource), nil
 }
 
-// print writes obj as a YAML document, with the values of a Secret
-// replaced.
-func (a *applier) print(obj *unstructured.Unstructured) error {
-	if obj.GetKind() == "Secret" {
-		obj = obj.DeepCopy()
-		for _, field := range []string{"data", "stringData"} {
-			values, _, _ := unstructured.NestedMap(obj.Object, field)
-			for k := range values {
-				values[k] = "<redacted>"
-			}
-			if len(values) > 0 {
-				_ = unstructured.SetNestedMap(obj.Object, values, field)
-			}
-		}
+func indent(s string) string {
+	if s == "" {
+		return ""
 	}
-	data, err := yaml.Marshal(obj.Object)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(a.out, "# %s cluster\n---\n%s", a.cluster, data)
-	return err
+	return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ") + "\n"
 }
 
 func describe(obj *unstructured.Unstructured) string {

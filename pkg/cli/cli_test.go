@@ -2,16 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
@@ -57,88 +54,6 @@ func TestBindRefusesWhatAdmissionWould(t *testing.T) {
 	}
 	if b.Spec.ClusterID != "worker-1" || b.Spec.MountNamespace != "kubeocean-worker-1" || b.Spec.SecretRef.Name != "worker-1-kubeconfig" {
 		t.Fatalf("defaults: %+v", b.Spec)
-	}
-}
-
-// The physical objects are the shipped ones, with the mount namespace
-// renamed and without the long-lived token Secret.
-func TestPhysicalObjects(t *testing.T) {
-	o := bindOptions{mountNamespace: "kubeocean-w1"}
-	objects, err := o.physicalObjects()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kinds := map[string]bool{}
-	for _, obj := range objects {
-		kinds[obj.GetKind()] = true
-		if obj.GetName() == shippedMountNamespace || obj.GetNamespace() == shippedMountNamespace {
-			t.Errorf("%s %s/%s still names the shipped mount namespace", obj.GetKind(), obj.GetNamespace(), obj.GetName())
-		}
-		if obj.GetKind() == "Secret" {
-			t.Errorf("the long-lived token Secret %s is applied", obj.GetName())
-		}
-	}
-	for _, kind := range []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding"} {
-		if !kinds[kind] {
-			t.Errorf("no %s among %v", kind, kinds)
-		}
-	}
-	found := false
-	for _, obj := range objects {
-		found = found || (obj.GetKind() == "RoleBinding" && obj.GetNamespace() == "kubeocean-w1")
-	}
-	if !found {
-		t.Error("no RoleBinding in the binding's mount namespace")
-	}
-	named := false
-	for _, obj := range objects {
-		if namesInRules(obj, shippedMountNamespace) {
-			t.Errorf("%s %s still names %s in resourceNames", obj.GetKind(), obj.GetName(), shippedMountNamespace)
-		}
-		named = named || namesInRules(obj, "kubeocean-w1")
-	}
-	if !named {
-		t.Error("no rule names the binding's mount namespace (the syncer watches it by name)")
-	}
-}
-
-// A second binding to the same physical cluster adds its mount namespace
-// to the shared rule that names them, and keeps the first one's.
-func TestKeepOtherMountNamespaces(t *testing.T) {
-	existing := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubeocean-syncer-mount-namespaces"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{"kubeocean-first"}, Verbs: []string{"list", "watch"}}}}
-	physical := &clients{kube: kubefake.NewClientset(existing)}
-	objects, err := (&bindOptions{mountNamespace: "kubeocean-second"}).physicalObjects()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := keepOtherMountNamespaces(context.Background(), physical, objects, "kubeocean-second"); err != nil {
-		t.Fatal(err)
-	}
-	for _, obj := range objects {
-		if obj.GetName() != existing.Name || obj.GetKind() != "ClusterRole" {
-			continue
-		}
-		if !namesInRules(obj, "kubeocean-first") || !namesInRules(obj, "kubeocean-second") {
-			t.Fatalf("rules %v", obj.Object["rules"])
-		}
-		return
-	}
-	t.Fatal("no ClusterRole naming the mount namespaces among the physical objects")
-}
-
-func TestDryRunRedactsSecrets(t *testing.T) {
-	var out bytes.Buffer
-	secret, err := toUnstructured(&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "n"}, Data: map[string][]byte{"kubeconfig": []byte("token: hunter2")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := newApplier("virtual", nil, true, &out).apply(context.Background(), secret); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out.String(), "hunter2") || strings.Contains(out.String(), "dG9rZW4") || !strings.Contains(out.String(), "kubeconfig: <redacted>") {
-		t.Fatalf("dry run printed:\n%s", out.String())
 	}
 }
 
