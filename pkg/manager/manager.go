@@ -9,10 +9,12 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
@@ -79,10 +81,15 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 			return kubernetes.NewForConfig(config)
 		},
 	})
+	virtualClusterUID, err := virtualClusterIdentity(ctx, p.Kube)
+	if err != nil {
+		return nil, err
+	}
 	bindingController, err = clusterbinding.New(clusterbinding.Options{
 		Client: ocean.KubeoceanV1alpha1(), Bindings: bindings, Secrets: secrets,
 		Checker: checker, Syncers: runner, Recorder: p.Recorder,
 		Metrics: p.Metrics, Registry: p.Registry, RecheckInterval: opts.RecheckInterval,
+		VirtualClusterUID: virtualClusterUID,
 	})
 	if err != nil {
 		return nil, err
@@ -208,4 +215,22 @@ func syncerArgs(opts Options) []string {
 		args = append(args, "--sync-daemonset-pods")
 	}
 	return args
+}
+
+// virtualClusterIdentity reads the UID of the virtual cluster's
+// kube-system namespace, which names this virtual cluster in the claims of
+// mount namespaces: two virtual clusters may each have a binding of the
+// same name. Without the grant (an older RBAC) the claims name the binding
+// alone, with a log line.
+func virtualClusterIdentity(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, connectivity.IdentityNamespace, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err):
+		klog.FromContext(ctx).Info("Cannot read the virtual cluster's identity; mount namespace claims name the binding alone",
+			"namespace", connectivity.IdentityNamespace, "err", err)
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("reading the virtual cluster's identity (namespace %s): %w", connectivity.IdentityNamespace, err)
+	}
+	return string(ns.UID), nil
 }

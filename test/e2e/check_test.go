@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/kubeocean/kubeocean/test/controlplane"
-	"github.com/kubeocean/kubeocean/test/stack"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
 // checkAudit compares what Kubeocean's accounts did in a cluster, by its
 // audit log, with what the shipped RBAC in rbacDir (plus extraYAML) grants
 // them: no request may have been refused, and every grant must have been
-// used, except the ones unusedOK lists per account (as grant.String()).
+// used, except the ones unusedOK lists per account (as grant.String()). An
+// account is a ServiceAccount as namespace/name: in the physical cluster
+// each binding's identity is audited on its own.
 func checkAudit(t *testing.T, cluster *controlplane.Cluster, rbacDir, extraYAML string, unusedOK map[string][]string) {
 	t.Helper()
 	requests, err := readAudit(cluster.AuditLogPath)
@@ -24,7 +25,8 @@ func checkAudit(t *testing.T, cluster *controlplane.Cluster, rbacDir, extraYAML 
 	step(t, "parse "+rbacDir, err)
 
 	for account, allowedUnused := range unusedOK {
-		user := "system:serviceaccount:" + stack.SystemNamespace + ":" + account
+		namespace, name, _ := strings.Cut(account, "/")
+		user := "system:serviceaccount:" + namespace + ":" + name
 		var mine []request
 		for _, r := range requests {
 			if r.User == user {
@@ -38,7 +40,7 @@ func checkAudit(t *testing.T, cluster *controlplane.Cluster, rbacDir, extraYAML 
 		for what, n := range refusedRequests(mine) {
 			t.Errorf("%s: %s was refused %d times: %s (missing from %s)", cluster.Name, account, n, what, rbacDir)
 		}
-		grants, err := objects.grantsOf(stack.SystemNamespace, account)
+		grants, err := objects.grantsOf(namespace, name)
 		step(t, "grants of "+account, err)
 		if len(grants) == 0 {
 			t.Errorf("%s: %s shipped no grant for %s", cluster.Name, rbacDir, account)

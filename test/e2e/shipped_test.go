@@ -47,7 +47,7 @@ func TestShippedManifests(t *testing.T) {
 		return []*stack.Binary{manager, syncer}
 	})
 	checkAudit(t, s.Virtual, "manifests/rbac/virtual", "", map[string][]string{
-		stack.ManagerAccount: managerUnusedOK, stack.SyncerAccount: virtualSyncerUnusedOK,
+		system(stack.ManagerAccount): managerUnusedOK, system(stack.SyncerAccount): virtualSyncerUnusedOK,
 	})
 }
 
@@ -60,7 +60,7 @@ func TestInProcessManifests(t *testing.T) {
 		return []*stack.Binary{startManager(t, append(managerDeploymentArgs(t, "in-process"), kubeletPortRange(t))...)}
 	})
 	checkAudit(t, s.Virtual, "manifests/rbac/in-process", "", map[string][]string{
-		stack.ManagerAccount: virtualSyncerUnusedOK,
+		system(stack.ManagerAccount): virtualSyncerUnusedOK,
 	})
 }
 
@@ -149,9 +149,13 @@ func runFlow(t *testing.T, virtualRBAC string, start func(*testing.T) []*stack.B
 	checkDispatched(t, s.Virtual, 100)
 	checkDispatched(t, s.Physical, 100)
 	checkAudit(t, s.Physical, "manifests/rbac/physical", csiBindingYAML+"\n---\n"+nodeStatsYAML, map[string][]string{
-		stack.SyncerAccount: physicalSyncerUnusedOK,
+		stack.MountNamespace + "/" + stack.SyncerAccount: physicalSyncerUnusedOK,
 	})
 }
+
+// system names a ServiceAccount of Kubeocean's namespace in the virtual
+// cluster, as checkAudit takes it.
+func system(account string) string { return stack.SystemNamespace + "/" + account }
 
 // Grants the flow does not exercise, each with the reason it is shipped.
 var (
@@ -227,7 +231,7 @@ func bindCSISecrets(t *testing.T) string {
 	_, err := world.Physical.Kubectl(ctx, "create", "namespace", storageNamespace)
 	step(t, "physical storage namespace", err)
 	args := []string{"-n", storageNamespace, "create", "rolebinding", csiSecretBinding,
-		"--clusterrole=kubeocean-syncer-csi-secrets", "--serviceaccount=" + stack.SystemNamespace + ":" + stack.SyncerAccount}
+		"--clusterrole=kubeocean-syncer-csi-secrets", "--serviceaccount=" + stack.MountNamespace + ":" + stack.SyncerAccount}
 	rendered, err := world.Physical.Kubectl(ctx, append(args, "--dry-run=client", "-o", "yaml")...)
 	step(t, "render the CSI Secrets RoleBinding", err)
 	_, err = world.Physical.Kubectl(ctx, args...)

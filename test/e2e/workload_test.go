@@ -250,7 +250,7 @@ func rotateKubeconfig(t *testing.T, deployment bool) {
 		before, err = deployments.Get(ctx, name, metav1.GetOptions{})
 		step(t, "get syncer Deployment", err)
 	}
-	token, err := s.Physical.Kubectl(ctx, "-n", stack.SystemNamespace, "create", "token", stack.SyncerAccount, "--duration=1h")
+	token, err := s.Physical.Kubectl(ctx, "-n", stack.MountNamespace, "create", "token", stack.SyncerAccount, "--duration=1h")
 	step(t, "create a token", err)
 	secrets := s.VirtualKube.CoreV1().Secrets(stack.SystemNamespace)
 	secret, err := secrets.Get(ctx, stack.KubeconfigSecret, metav1.GetOptions{})

@@ -47,6 +47,28 @@ func TestInProcess(t *testing.T) {
 			`clusterID "mgr-good" is already used by ClusterBinding mgr-good`)
 	})
 
+	t.Run("a mount namespace another binding holds fails the binding until released", func(t *testing.T) {
+		w.putSecret(t, "mgr-claim-kubeconfig", kubeconfigData(physicalCluster.Kubeconfig))
+		b := w.createBinding(t, "mgr-claim", "mgr-claim")
+		bindings = append(bindings, "mgr-claim")
+		b.Spec.MountNamespace = "mount-mgr-good"
+		_ = w.virtualOcean.KubeoceanV1alpha1().ClusterBindings().Delete(t.Context(), b.Name, metav1.DeleteOptions{})
+		waitFor(t, 30*time.Second, "the first mgr-claim is gone", func(ctx context.Context) (bool, error) {
+			_, err := w.binding(ctx, b.Name)
+			return apierrors.IsNotFound(err), nil
+		})
+		b = &kubeoceanv1alpha1.ClusterBinding{ObjectMeta: metav1.ObjectMeta{Name: b.Name}, Spec: b.Spec}
+		if _, err := w.virtualOcean.KubeoceanV1alpha1().ClusterBindings().Create(t.Context(), b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		w.waitPhase(t, "mgr-claim", kubeoceanv1alpha1.ClusterBindingFailed, kubeoceanv1alpha1.ReasonMountNamespaceTaken, 30*time.Second,
+			"mount namespace mount-mgr-good", "belongs to ClusterBinding mgr-good")
+		claim, err := w.physical.CoreV1().ConfigMaps("mount-mgr-good").Get(t.Context(), kubeoceanv1alpha1.MountNamespaceClaim, metav1.GetOptions{})
+		if err != nil || claim.Data[kubeoceanv1alpha1.ClaimKeyBinding] != "mgr-good" {
+			t.Fatalf("claim of mount-mgr-good = %v (%v), want mgr-good's", claim, err)
+		}
+	})
+
 	rights, err := physicalCluster.KubeconfigForServiceAccount(t.Context(), "default", "mgr-no-rights")
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +121,16 @@ func TestInProcess(t *testing.T) {
 	})
 
 	t.Run("unbinding stops the syncers and releases the bindings", func(t *testing.T) {
+		// mgr-good's unbinding releases its mount namespace to mgr-claim,
+		// which the manager checks again at once. (mgr-dup, which names it
+		// too, goes first.)
+		w.deleteBinding(t, "mgr-dup", 90*time.Second)
+		w.deleteBinding(t, "mgr-good", 90*time.Second)
+		w.waitPhase(t, "mgr-claim", kubeoceanv1alpha1.ClusterBindingReady, clusterbinding.ReasonReady, 20*time.Second)
+		claim, err := w.physical.CoreV1().ConfigMaps("mount-mgr-good").Get(t.Context(), kubeoceanv1alpha1.MountNamespaceClaim, metav1.GetOptions{})
+		if err != nil || claim.Data[kubeoceanv1alpha1.ClaimKeyBinding] != "mgr-claim" {
+			t.Errorf("claim of mount-mgr-good after mgr-good left = %v (%v), want mgr-claim's", claim, err)
+		}
 		for _, name := range bindings {
 			w.deleteBinding(t, name, 90*time.Second)
 		}

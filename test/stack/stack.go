@@ -27,9 +27,12 @@ import (
 const (
 	SystemNamespace = "kubeocean-system"
 	ManagerAccount  = "kubeocean-manager"
-	SyncerAccount   = "kubeocean-syncer"
-	// SyncerTokenSecret is the shipped long-lived token of the syncer's
-	// ServiceAccount in the physical cluster.
+	// SyncerAccount is the syncers' ServiceAccount in the virtual
+	// cluster, in SystemNamespace, and the binding's own identity in the
+	// physical cluster, in its mount namespace.
+	SyncerAccount = "kubeocean-syncer"
+	// SyncerTokenSecret is the shipped long-lived token of the binding's
+	// ServiceAccount in the physical cluster, in MountNamespace.
 	SyncerTokenSecret = "kubeocean-syncer-token"
 	// BindingName, ClusterID, KubeconfigSecret and MountNamespace are those
 	// of manifests/samples/clusterbinding.yaml.
@@ -189,8 +192,8 @@ func (s *Stack) VirtualKubeconfig(ctx context.Context, namespace, account string
 // binding's Secret.
 func (s *Stack) PhysicalSyncerKubeconfig(ctx context.Context) (string, error) {
 	var token []byte
-	err := Poll(ctx, "the token controller fills in Secret "+SystemNamespace+"/"+SyncerTokenSecret, func(ctx context.Context) (string, error) {
-		secret, err := s.PhysicalKube.CoreV1().Secrets(SystemNamespace).Get(ctx, SyncerTokenSecret, metav1.GetOptions{})
+	err := Poll(ctx, "the token controller fills in Secret "+MountNamespace+"/"+SyncerTokenSecret, func(ctx context.Context) (string, error) {
+		secret, err := s.PhysicalKube.CoreV1().Secrets(MountNamespace).Get(ctx, SyncerTokenSecret, metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), nil
 		}

@@ -128,6 +128,11 @@ func (c *Controller) connect(ctx context.Context, b *kubeoceanv1alpha1.ClusterBi
 	if failure == nil {
 		clusterUID, failure = c.checkIdentity(ctx, b)
 	}
+	if failure == nil {
+		failure = c.checker.ClaimMountNamespace(ctx, &b.Spec, connectivity.Claim{
+			VirtualCluster: c.virtualCluster, Binding: b.Name, BindingUID: string(b.UID), ClusterID: b.Spec.ClusterID,
+		})
+	}
 	c.metrics.observeCheck(failure, c.clock.Since(now))
 	record := nextRecord(previous, inputs, b.Spec.SecretRef, failure, c.clock.Now())
 	record.clusterUID = clusterUID
@@ -246,6 +251,33 @@ func (r *connRecords) set(name string, record *connRecord) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.records[name] = record
+}
+
+// waitingForNamespace names the bindings whose last check found their
+// mount namespace taken.
+func (r *connRecords) waitingForNamespace() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for name, record := range r.records {
+		if record.failure != nil && record.failure.Reason == kubeoceanv1alpha1.ReasonMountNamespaceTaken {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// retryNow ends the backoff of a binding's failing record at now (the
+// record, not dropped, keeps counting failures and stands in for the
+// backoff annotation).
+func (r *connRecords) retryNow(name string, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if record, ok := r.records[name]; ok && record.transient() {
+		copied := *record
+		copied.retryAt = now
+		r.records[name] = &copied
+	}
 }
 
 func (r *connRecords) delete(name string) {

@@ -50,6 +50,9 @@ type Checker interface {
 	// Identity reads the physical cluster's identity (the UID of its
 	// kube-system namespace).
 	Identity(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec) (string, *connectivity.Failure)
+	// ClaimMountNamespace records that the binding's mount namespace
+	// belongs to it, or fails when it belongs to another binding.
+	ClaimMountNamespace(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec, claim connectivity.Claim) *connectivity.Failure
 }
 
 // Options are the dependencies of the controller.
@@ -77,6 +80,9 @@ type Options struct {
 	RecheckInterval time.Duration
 	// Clock stamps the status and drives the queue; nil is the real clock.
 	Clock clock.WithTicker
+	// VirtualClusterUID identifies the virtual cluster (the UID of its
+	// kube-system namespace) in the claims of mount namespaces.
+	VirtualClusterUID string
 }
 
 // Secrets caches the kubeconfig Secrets the bindings reference, and only
@@ -112,6 +118,9 @@ type Controller struct {
 	recheck  time.Duration
 	records  *connRecords
 	metrics  *metrics
+	// virtualCluster identifies this virtual cluster in mount namespace
+	// claims.
+	virtualCluster string
 }
 
 // New builds the controller, adds its indexes and registers its handlers
@@ -134,6 +143,7 @@ func New(opts Options) (*Controller, error) {
 		client: opts.Client, bindings: opts.Bindings.Lister(), index: bindingInformer.GetIndexer(),
 		secrets: opts.Secrets, checker: opts.Checker, syncers: opts.Syncers, recorder: opts.Recorder,
 		clock: opts.Clock, recheck: opts.RecheckInterval, records: newConnRecords(),
+		virtualCluster: opts.VirtualClusterUID,
 	}
 	metrics, err := newMetrics(opts.Registry, c.bindings, opts.Syncers)
 	if err != nil {

@@ -38,6 +38,7 @@ type fakeChecker struct {
 	probes    int
 	forgotten []string
 	uid       string
+	claims    map[string]connectivity.Claim
 }
 
 func (c *fakeChecker) Check(context.Context, *kubeoceanv1alpha1.ClusterBindingSpec) *connectivity.Failure {
@@ -63,6 +64,22 @@ func (c *fakeChecker) Identity(context.Context, *kubeoceanv1alpha1.ClusterBindin
 		return "cluster-a", nil
 	}
 	return c.uid, nil
+}
+
+// ClaimMountNamespace records the claims per mount namespace, first come
+// first served, as the physical cluster's ConfigMap does.
+func (c *fakeChecker) ClaimMountNamespace(_ context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec, claim connectivity.Claim) *connectivity.Failure {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.claims == nil {
+		c.claims = map[string]connectivity.Claim{}
+	}
+	held, ok := c.claims[spec.MountNamespace]
+	if ok && (held.VirtualCluster != claim.VirtualCluster || held.Binding != claim.Binding) {
+		return &connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonMountNamespaceTaken, Message: "taken by " + held.Binding}
+	}
+	c.claims[spec.MountNamespace] = claim
+	return nil
 }
 
 func (c *fakeChecker) Forget(namespace, name string) {

@@ -104,7 +104,20 @@ func (c *Controller) release(ctx context.Context, b *kubeoceanv1alpha1.ClusterBi
 	}
 	logger.Info("Unbound")
 	c.recorder.Event(b, corev1.EventTypeNormal, EventUnbound, "The syncer is stopped and the binding released.")
+	c.retryWaitingFor(b.Spec.MountNamespace)
 	return nil
+}
+
+// retryWaitingFor checks again at once the bindings that wait for the
+// mount namespace an unbinding just released, instead of at the end of
+// their backoff.
+func (c *Controller) retryWaitingFor(mountNamespace string) {
+	for _, name := range c.records.waitingForNamespace() {
+		if other, err := c.bindings.Get(name); err == nil && other.Spec.MountNamespace == mountNamespace {
+			c.records.retryNow(name, c.clock.Now())
+			c.Enqueue(name)
+		}
+	}
 }
 
 // leftovers tells what a forced unbinding may leave behind and how to find it.

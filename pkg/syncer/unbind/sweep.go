@@ -46,7 +46,34 @@ func (c *Controller) sweep(ctx context.Context, binding *kubeoceanv1alpha1.Clust
 			}
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// Last, once nothing of the binding is left in it: another binding may
+	// take the namespace from then on.
+	return c.releaseMountNamespace(ctx)
+}
+
+// releaseMountNamespace deletes the mount namespace's claim when it
+// records this binding (by UID: a successor that took it over keeps it),
+// on the version read, so a claim taken over meanwhile stays.
+func (c *Controller) releaseMountNamespace(ctx context.Context) error {
+	configMaps := c.opts.PhysicalKube.CoreV1().ConfigMaps(c.opts.MountNamespace)
+	claim, err := configMaps.Get(ctx, kubeoceanv1alpha1.MountNamespaceClaim, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the claim of mount namespace %s: %w", c.opts.MountNamespace, err)
+	case claim.Data[kubeoceanv1alpha1.ClaimKeyBindingUID] != string(c.opts.BindingUID):
+		return nil
+	}
+	err = configMaps.Delete(ctx, claim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &claim.UID, ResourceVersion: &claim.ResourceVersion}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("releasing mount namespace %s: %w", c.opts.MountNamespace, err)
+	}
+	klog.FromContext(ctx).Info("Released the mount namespace", "mountNamespace", c.opts.MountNamespace)
+	return nil
 }
 
 // sweepPhysical deletes the binding's physical copies and holder claims.
