@@ -30,7 +30,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	physicalNodes := ph.Kube(physicalNodeScope(e.binding.Spec.NodeSelector)).Core().V1().Nodes()
 
 	nodes, err := node.New(node.Options{
-		BindingName: e.binding.Name, ClusterID: clusterID,
+		BindingName: e.binding.Name, ClusterID: clusterID, MountNamespace: e.binding.Spec.MountNamespace,
 		VirtualNodesClient: e.virtual.Kube.CoreV1(), VirtualPodsClient: e.virtual.Kube.CoreV1(),
 		Bindings: bindings, Policies: policies, PhysicalNodes: physicalNodes,
 		ForeignPods:  e.foreignPods(),
@@ -50,7 +50,8 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	// "When a cluster does not answer").
 	e.onPhysicalSilent = append(e.onPhysicalSilent, nodes.EnqueueAll)
 	policyController, err := policy.New(policy.Options{
-		BindingName: e.binding.Name, Client: e.physical.Kubeocean.KubeoceanV1alpha1(),
+		BindingName: e.binding.Name, MountNamespace: e.binding.Spec.MountNamespace,
+		Client:   e.physical.Kubeocean.KubeoceanV1alpha1(),
 		Policies: policies, VirtualNodes: virtualNodes,
 		BindingActive: func() bool {
 			b, err := bindings.Lister().Get(e.binding.Name)

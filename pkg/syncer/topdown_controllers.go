@@ -74,7 +74,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	// What the lender allows the binding's pods beyond the defaults, from
 	// the policies the bottom-up side watches too.
 	policies := ph.Kubeocean(informers.Scope{}).Kubeocean().V1alpha1().ResourceLeasingPolicies()
-	allowed := allowances.NewSource(policies.Lister(), e.binding.Name)
+	allowed := allowances.NewSource(policies.Lister(), e.binding.Name, mount)
 	provisionedPVs := v.Kube(ownedScope(clusterID, "")).Core().V1().PersistentVolumes()
 	// An earlier binding of this name, proven by its pods, hands its
 	// objects over (package ownership).

@@ -54,11 +54,12 @@ func startPolicyController(t *testing.T) *policyEnv {
 	virtual := informers.NewCluster("virtual", env.virtualKube, kubeoceanclient.NewForConfigOrDie(virtualCluster.Config()), 0)
 	recorder, stopRecorder := events.NewRecorder(ctx, env.physicalKube, "kubeocean-syncer")
 	c, err := policy.New(policy.Options{
-		BindingName:  env.binding,
-		Client:       env.policies.KubeoceanV1alpha1(),
-		Policies:     physical.Kubeocean(informers.Scope{}).Kubeocean().V1alpha1().ResourceLeasingPolicies(),
-		VirtualNodes: virtual.Kube(informers.Scope{LabelSelector: kubeoceanv1alpha1.LabelClusterID + "=" + env.clusterID}).Core().V1().Nodes(),
-		Recorder:     recorder,
+		BindingName:    env.binding,
+		MountNamespace: env.binding + "-mount",
+		Client:         env.policies.KubeoceanV1alpha1(),
+		Policies:       physical.Kubeocean(informers.Scope{}).Kubeocean().V1alpha1().ResourceLeasingPolicies(),
+		VirtualNodes:   virtual.Kube(informers.Scope{LabelSelector: kubeoceanv1alpha1.LabelClusterID + "=" + env.clusterID}).Core().V1().Nodes(),
+		Recorder:       recorder,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // Set is what a binding's pods may use beyond the defaults. The zero Set
@@ -42,13 +43,16 @@ func (s Set) VolumeSource(kind string) bool { return s.volumeSources[kind] }
 // copied with its volume handle.
 func (s Set) CSIDriver(driver string) bool { return s.csiDrivers[driver] }
 
-// Of is what every policy of the binding allows: a policy cannot widen
+// Of is what every policy that lends to the binding (named binding, with
+// mountNamespace: ownership.PolicyLendsTo) allows: a policy cannot widen
 // what another of the same binding forbids, and a binding without
-// policies is allowed nothing beyond the defaults.
-func Of(policies []*kubeoceanv1alpha1.ResourceLeasingPolicy, binding string) Set {
+// policies is allowed nothing beyond the defaults. A policy pinned to
+// another virtual cluster's binding of the same name neither widens nor
+// narrows it.
+func Of(policies []*kubeoceanv1alpha1.ResourceLeasingPolicy, binding, mountNamespace string) Set {
 	var mine []*kubeoceanv1alpha1.WorkloadAllowances
 	for _, p := range policies {
-		if p.Spec.Cluster != binding {
+		if !ownership.PolicyLendsTo(p, binding, mountNamespace) {
 			continue
 		}
 		if p.Spec.Allowances == nil {
@@ -95,13 +99,14 @@ func intersection(all []*kubeoceanv1alpha1.WorkloadAllowances, of func(*kubeocea
 // Source reads a binding's allowances from the physical cluster's
 // policies, as they are in the cache when asked.
 type Source struct {
-	policies kubeoceanlisters.ResourceLeasingPolicyLister
-	binding  string
+	policies                kubeoceanlisters.ResourceLeasingPolicyLister
+	binding, mountNamespace string
 }
 
-// NewSource reads the allowances of binding from policies.
-func NewSource(policies kubeoceanlisters.ResourceLeasingPolicyLister, binding string) *Source {
-	return &Source{policies: policies, binding: binding}
+// NewSource reads the allowances of the binding named binding, whose mount
+// namespace is mountNamespace, from policies.
+func NewSource(policies kubeoceanlisters.ResourceLeasingPolicyLister, binding, mountNamespace string) *Source {
+	return &Source{policies: policies, binding: binding, mountNamespace: mountNamespace}
 }
 
 // Current is what the binding's policies allow now; a nil Source allows
@@ -114,7 +119,7 @@ func (s *Source) Current() Set {
 	if err != nil {
 		return Set{}
 	}
-	return Of(policies, s.binding)
+	return Of(policies, s.binding, s.mountNamespace)
 }
 
 // keys matches label or annotation keys exactly or, for an entry

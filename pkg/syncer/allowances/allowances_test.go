@@ -15,6 +15,11 @@ func policy(name, binding string, a *kubeoceanv1alpha1.WorkloadAllowances) *kube
 		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: binding, Allowances: a}}
 }
 
+func pinned(p *kubeoceanv1alpha1.ResourceLeasingPolicy, mountNamespace string) *kubeoceanv1alpha1.ResourceLeasingPolicy {
+	p.Spec.MountNamespace = mountNamespace
+	return p
+}
+
 func TestOf(t *testing.T) {
 	wide := &kubeoceanv1alpha1.WorkloadAllowances{
 		LabelKeys:      []string{"app", "example.com/*", "kubeocean.io/cluster-id", "x.kubeocean.io/*"},
@@ -44,6 +49,14 @@ func TestOf(t *testing.T) {
 		{"volume source", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "b", wide)}, func(s Set) bool { return s.VolumeSource("nfs") }, true},
 		{"volume source not listed", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "b", wide)}, func(s Set) bool { return s.VolumeSource("hostPath") }, false},
 		{"another binding's policy counts not", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "other", wide)}, func(s Set) bool { return s.CSIDriver("csi.example.com") }, false},
+		// Another virtual cluster's binding b, mounted elsewhere: its
+		// policy neither allows nor, by allowing less, forbids.
+		{"a policy pinned to another mount namespace allows not", []*kubeoceanv1alpha1.ResourceLeasingPolicy{pinned(policy("p", "b", wide), "mount-x")},
+			func(s Set) bool { return s.CSIDriver("csi.example.com") }, false},
+		{"a policy pinned to another mount namespace forbids not", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "b", wide), pinned(policy("q", "b", nil), "mount-x")},
+			func(s Set) bool { return s.CSIDriver("csi.example.com") }, true},
+		{"a policy pinned to the binding's mount namespace allows", []*kubeoceanv1alpha1.ResourceLeasingPolicy{pinned(policy("p", "b", wide), "mount-b")},
+			func(s Set) bool { return s.CSIDriver("csi.example.com") }, true},
 		{"both policies allow", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "b", wide), policy("q", "b", narrow)},
 			func(s Set) bool {
 				return s.CSIDriver("csi.example.com") && s.RuntimeClass("gvisor") && s.LabelKey("example.com/x")
@@ -55,7 +68,7 @@ func TestOf(t *testing.T) {
 		{"one policy without allowances forbids all", []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("p", "b", wide), policy("q", "b", nil)},
 			func(s Set) bool { return s.LabelKey("app") }, false},
 	} {
-		if got := tc.check(Of(tc.policies, "b")); got != tc.want {
+		if got := tc.check(Of(tc.policies, "b", "mount-b")); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -63,7 +76,7 @@ func TestOf(t *testing.T) {
 
 func TestSourceReadsTheCache(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	source := NewSource(kubeoceanlisters.NewResourceLeasingPolicyLister(indexer), "b")
+	source := NewSource(kubeoceanlisters.NewResourceLeasingPolicyLister(indexer), "b", "mount-b")
 	if source.Current().CSIDriver("csi.example.com") {
 		t.Fatal("allowed before any policy")
 	}

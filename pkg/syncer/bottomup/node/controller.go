@@ -34,9 +34,12 @@ const byNodeName = "spec.nodeName"
 
 // Options are the dependencies of the controller.
 type Options struct {
-	// BindingName and ClusterID identify the binding this syncer serves.
-	BindingName string
-	ClusterID   string
+	// BindingName and ClusterID identify the binding this syncer serves;
+	// MountNamespace, with BindingName, tells the policies that lend to it
+	// (ownership.PolicyLendsTo).
+	BindingName    string
+	ClusterID      string
+	MountNamespace string
 
 	// VirtualNodes writes virtual nodes; VirtualPods evicts pods from nodes
 	// being removed.
@@ -111,6 +114,7 @@ type Controller struct {
 	*controller.Controller[string]
 
 	bindingName, clusterID string
+	borrower               borrower
 	nodesClient            corev1client.NodesGetter
 	podsClient             corev1client.PodsGetter
 	bindings               kubeoceanlisters.ClusterBindingLister
@@ -162,6 +166,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		bindingName:     opts.BindingName,
+		borrower:        borrower{name: opts.BindingName, mountNamespace: opts.MountNamespace},
 		clusterID:       opts.ClusterID,
 		nodesClient:     opts.VirtualNodesClient,
 		podsClient:      opts.VirtualPodsClient,
@@ -230,7 +235,7 @@ func (c *Controller) registerHandlers(opts Options) error {
 		}},
 		{opts.Policies.Informer(), controller.Handler[*kubeoceanv1alpha1.ResourceLeasingPolicy, string]{
 			Enqueue: c.Enqueue, Keys: c.policyNodeKeys,
-			Filter: func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) bool { return p.Spec.Cluster == c.bindingName },
+			Filter: c.borrower.lentBy,
 		}},
 		{opts.PhysicalNodes.Informer(), controller.Handler[*corev1.Node, string]{
 			Enqueue: c.Enqueue, Keys: func(n *corev1.Node) []string { return []string{n.Name} },

@@ -39,10 +39,10 @@ func bindingSelectorInvalid(binding *kubeoceanv1alpha1.ClusterBinding) string {
 // invalidPolicyFor says why a policy of the binding that may lend node is
 // invalid, or "" when none is. A policy may lend the nodes its selector
 // picks, and every node when the selector itself cannot be parsed.
-func invalidPolicyFor(policies []*kubeoceanv1alpha1.ResourceLeasingPolicy, bindingName string, node *corev1.Node) string {
+func invalidPolicyFor(policies []*kubeoceanv1alpha1.ResourceLeasingPolicy, binding borrower, node *corev1.Node) string {
 	var reasons []string
 	for _, p := range policies {
-		if p.Spec.Cluster != bindingName || p.DeletionTimestamp != nil || !maySelect(p.Spec.NodeSelector, node) {
+		if !binding.lentBy(p) || p.DeletionTimestamp != nil || !maySelect(p.Spec.NodeSelector, node) {
 			continue
 		}
 		if problems := validity.problems(p); problems != "" {

@@ -60,7 +60,7 @@ func physicalClusterChanged(binding *kubeoceanv1alpha1.ClusterBinding, observed 
 func configToken(binding *kubeoceanv1alpha1.ClusterBinding, policies []*kubeoceanv1alpha1.ResourceLeasingPolicy) string {
 	parts := []string{strconv.FormatInt(binding.Generation, 10)}
 	for _, p := range policies {
-		if p.Spec.Cluster == binding.Name {
+		if borrowerOf(binding).lentBy(p) {
 			parts = append(parts, fmt.Sprintf("%s/%d/%t", p.Name, p.Generation, p.DeletionTimestamp != nil))
 		}
 	}
@@ -140,7 +140,7 @@ func (c *Controller) removalShare(binding *kubeoceanv1alpha1.ClusterBinding, tok
 		}
 		total++
 		physical, err := c.physicalNodes.Get(names[0])
-		if err != nil || !selects(binding.Spec.NodeSelector, physical) || choosePolicy(policies, c.bindingName, physical) == nil {
+		if err != nil || !selects(binding.Spec.NodeSelector, physical) || choosePolicy(policies, c.borrower, physical) == nil {
 			removed++
 		}
 	}

@@ -31,6 +31,7 @@ import (
 const (
 	testBinding   = "worker-1"
 	testClusterID = "cls-1"
+	testMount     = "mount"
 )
 
 // testOwner is binding()'s identity, which the wiring's foreign-pod
@@ -62,7 +63,7 @@ func newFixture(t *testing.T) *fixture {
 
 	f := &fixture{t: t, virtual: virtual, clock: clocktesting.NewFakeClock(testNow), recorder: record.NewFakeRecorder(100)}
 	opts := Options{
-		BindingName: testBinding, ClusterID: testClusterID,
+		BindingName: testBinding, ClusterID: testClusterID, MountNamespace: testMount,
 		VirtualNodesClient: virtual.CoreV1(), VirtualPodsClient: virtual.CoreV1(),
 		Bindings:      oceanVirtual.Kubeocean().V1alpha1().ClusterBindings(),
 		Policies:      oceanPhysical.Kubeocean().V1alpha1().ResourceLeasingPolicies(),
@@ -220,7 +221,7 @@ func binding() *kubeoceanv1alpha1.ClusterBinding {
 	return &kubeoceanv1alpha1.ClusterBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: testBinding, UID: "binding-uid"},
 		Spec: kubeoceanv1alpha1.ClusterBindingSpec{
-			ClusterID: testClusterID, MountNamespace: "mount",
+			ClusterID: testClusterID, MountNamespace: testMount,
 			SecretRef: kubeoceanv1alpha1.SecretReference{Name: "kc", Namespace: "kubeocean-system"},
 		},
 	}

@@ -24,6 +24,9 @@ func TestChoosePolicy(t *testing.T) {
 		return func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) { p.Spec.NodeSelector = selectorFor(key, value) }
 	}
 	otherCluster := func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) { p.Spec.Cluster = "worker-2" }
+	pinnedTo := func(mount string) func(*kubeoceanv1alpha1.ResourceLeasingPolicy) {
+		return func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) { p.Spec.MountNamespace = mount }
+	}
 	deleting := func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) { p.DeletionTimestamp = &metav1.Time{Time: testNow} }
 	invalid := func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) { p.Spec.TimeZone = "Nowhere/Else" }
 	tests := []struct {
@@ -37,12 +40,18 @@ func TestChoosePolicy(t *testing.T) {
 		{name: "selector must match", policies: []*kubeoceanv1alpha1.ResourceLeasingPolicy{
 			policy("busy", early, withSelector("pool", "busy")), policy("idle", late, withSelector("pool", "idle"))}, want: "idle"},
 		{name: "other bindings' policies do not count", policies: []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("x", early, otherCluster)}},
+		// Another virtual cluster's binding of the same name, mounted
+		// elsewhere, is not lent to even by the older policy.
+		{name: "a policy pinned to another mount namespace does not count", policies: []*kubeoceanv1alpha1.ResourceLeasingPolicy{
+			policy("theirs", early, pinnedTo("their-mount")), policy("shared", late)}, want: "shared"},
+		{name: "a policy pinned to the binding's mount namespace counts", policies: []*kubeoceanv1alpha1.ResourceLeasingPolicy{
+			policy("ours", early, pinnedTo(testMount)), policy("shared", late)}, want: "ours"},
 		{name: "a deleting policy lends nothing", policies: []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("x", early, deleting), policy("y", late)}, want: "y"},
 		{name: "an invalid policy lends nothing", policies: []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("x", early, invalid)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := choosePolicy(tt.policies, testBinding, node)
+			got := choosePolicy(tt.policies, borrower{name: testBinding, mountNamespace: testMount}, node)
 			name := ""
 			if got != nil {
 				name = got.Name

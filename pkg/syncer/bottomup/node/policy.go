@@ -9,8 +9,23 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 	"github.com/kubeocean/kubeocean/pkg/validation"
 )
+
+// borrower is the binding policies lend to: its name, which only its
+// virtual cluster keeps unique, and its mount namespace, which the
+// physical cluster does.
+type borrower struct{ name, mountNamespace string }
+
+func borrowerOf(binding *kubeoceanv1alpha1.ClusterBinding) borrower {
+	return borrower{name: binding.Name, mountNamespace: binding.Spec.MountNamespace}
+}
+
+// lentBy tells whether policy lends to the binding (ownership.PolicyLendsTo).
+func (b borrower) lentBy(policy *kubeoceanv1alpha1.ResourceLeasingPolicy) bool {
+	return ownership.PolicyLendsTo(policy, b.name, b.mountNamespace)
+}
 
 // selects reports whether a node selector picks node; a nil or empty
 // selector picks every node. A selector that cannot be parsed picks none,
@@ -29,8 +44,8 @@ func selects(selector *corev1.NodeSelector, node *corev1.Node) bool {
 // usable reports whether policy may lend nodes to the binding: it is for
 // the binding, valid, and not being deleted (a deleted policy's nodes are
 // reclaimed before its finalizer goes).
-func usable(policy *kubeoceanv1alpha1.ResourceLeasingPolicy, bindingName string) bool {
-	return policy.Spec.Cluster == bindingName &&
+func usable(policy *kubeoceanv1alpha1.ResourceLeasingPolicy, binding borrower) bool {
+	return binding.lentBy(policy) &&
 		policy.DeletionTimestamp == nil &&
 		validity.problems(policy) == ""
 }
@@ -79,10 +94,10 @@ func validate(policy *kubeoceanv1alpha1.ResourceLeasingPolicy) string {
 
 // choosePolicy picks, of the usable policies selecting node, the earliest
 // created; the name breaks ties. nil means node is not lent.
-func choosePolicy(policies []*kubeoceanv1alpha1.ResourceLeasingPolicy, bindingName string, node *corev1.Node) *kubeoceanv1alpha1.ResourceLeasingPolicy {
+func choosePolicy(policies []*kubeoceanv1alpha1.ResourceLeasingPolicy, binding borrower, node *corev1.Node) *kubeoceanv1alpha1.ResourceLeasingPolicy {
 	var candidates []*kubeoceanv1alpha1.ResourceLeasingPolicy
 	for _, p := range policies {
-		if usable(p, bindingName) && selects(p.Spec.NodeSelector, node) {
+		if usable(p, binding) && selects(p.Spec.NodeSelector, node) {
 			candidates = append(candidates, p)
 		}
 	}

@@ -129,10 +129,10 @@ func (c *Controller) inputs(ctx context.Context, key string) (nodeInputs, verdic
 	}
 	in.physical = physical
 
-	if reason := invalidPolicyFor(policies, c.bindingName, physical); reason != "" {
+	if reason := invalidPolicyFor(policies, c.borrower, physical); reason != "" {
 		return in, verdict{freeze: reason}, nil
 	}
-	if in.policy = choosePolicy(policies, c.bindingName, physical); in.policy == nil {
+	if in.policy = choosePolicy(policies, c.borrower, physical); in.policy == nil {
 		return in, verdict{remove: "no ResourceLeasingPolicy lends the physical node", config: true}, nil
 	}
 	in.capacity = resources.Lendable(physical.Status.Allocatable, c.foreignUsage.Of(key), in.policy.Spec.ResourceLimits)

@@ -15,6 +15,7 @@ import (
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions/kubeocean/v1alpha1"
 	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // ControllerName names the controller, its queue and its metrics.
@@ -22,9 +23,10 @@ const ControllerName = "bottomup-policy"
 
 // Options are the dependencies of the policy controller.
 type Options struct {
-	// BindingName is the ClusterBinding this syncer serves; only policies
-	// whose spec.cluster equals it are reconciled.
-	BindingName string
+	// BindingName and MountNamespace are the ClusterBinding this syncer
+	// serves and its mount namespace; only the policies that lend to it
+	// (ownership.PolicyLendsTo) are reconciled.
+	BindingName, MountNamespace string
 	// Client writes policies (metadata and status) in the physical cluster.
 	Client kubeoceanv1alpha1client.ResourceLeasingPoliciesGetter
 	// Policies is an informer on the physical cluster's policies.
@@ -50,13 +52,14 @@ type Options struct {
 type Controller struct {
 	*controller.Controller[string]
 
-	bindingName string
-	active      func() bool
-	client      kubeoceanv1alpha1client.ResourceLeasingPoliciesGetter
-	policies    kubeoceanlisters.ResourceLeasingPolicyLister
-	nodes       corev1listers.NodeLister
-	recorder    record.EventRecorder
-	clock       clock.PassiveClock
+	bindingName    string
+	mountNamespace string
+	active         func() bool
+	client         kubeoceanv1alpha1client.ResourceLeasingPoliciesGetter
+	policies       kubeoceanlisters.ResourceLeasingPolicyLister
+	nodes          corev1listers.NodeLister
+	recorder       record.EventRecorder
+	clock          clock.PassiveClock
 }
 
 // New builds the controller and registers its event handlers; it starts
@@ -69,13 +72,14 @@ func New(opts Options) (*Controller, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	c := &Controller{
-		bindingName: opts.BindingName,
-		active:      opts.BindingActive,
-		client:      opts.Client,
-		policies:    opts.Policies.Lister(),
-		nodes:       opts.VirtualNodes.Lister(),
-		recorder:    opts.Recorder,
-		clock:       opts.Clock,
+		bindingName:    opts.BindingName,
+		mountNamespace: opts.MountNamespace,
+		active:         opts.BindingActive,
+		client:         opts.Client,
+		policies:       opts.Policies.Lister(),
+		nodes:          opts.VirtualNodes.Lister(),
+		recorder:       opts.Recorder,
+		clock:          opts.Clock,
 	}
 
 	c.Controller = controller.New(controller.Options[string]{
@@ -84,7 +88,7 @@ func New(opts Options) (*Controller, error) {
 		Metrics:   opts.Metrics,
 		Clock:     opts.Clock,
 	})
-	if err := c.Watch(opts.Policies.Informer(), policyHandler(opts.BindingName, c.Enqueue)); err != nil {
+	if err := c.Watch(opts.Policies.Informer(), policyHandler(opts.BindingName, opts.MountNamespace, c.Enqueue)); err != nil {
 		return nil, err
 	}
 	if err := c.Watch(opts.VirtualNodes.Informer(), virtualNodeHandler(opts.BindingName, c.Enqueue)); err != nil {
@@ -97,6 +101,9 @@ func (opts *Options) validate() error {
 	var errs []error
 	if opts.BindingName == "" {
 		errs = append(errs, errors.New("option BindingName is required"))
+	}
+	if opts.MountNamespace == "" {
+		errs = append(errs, errors.New("option MountNamespace is required"))
 	}
 	if opts.Client == nil {
 		errs = append(errs, errors.New("option Client is required"))
@@ -116,16 +123,17 @@ func (opts *Options) validate() error {
 	return nil
 }
 
-// policyHandler enqueues the policies that lend to bindingName; the policies
-// of other bindings are other syncers' business.
-func policyHandler(bindingName string, enqueue func(string)) controller.Handler[*kubeoceanv1alpha1.ResourceLeasingPolicy, string] {
+// policyHandler enqueues the policies that lend to the binding; the policies
+// of other bindings (another virtual cluster's binding of the same name
+// among them) are other syncers' business.
+func policyHandler(bindingName, mountNamespace string, enqueue func(string)) controller.Handler[*kubeoceanv1alpha1.ResourceLeasingPolicy, string] {
 	return controller.Handler[*kubeoceanv1alpha1.ResourceLeasingPolicy, string]{
 		Enqueue: enqueue,
 		Keys: func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) []string {
 			return []string{p.Name}
 		},
 		Filter: func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) bool {
-			return p.Spec.Cluster == bindingName
+			return ownership.PolicyLendsTo(p, bindingName, mountNamespace)
 		},
 	}
 }

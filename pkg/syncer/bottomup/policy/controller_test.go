@@ -19,6 +19,11 @@ import (
 func TestPolicyHandler(t *testing.T) {
 	ours := newPolicy("ours", binding)
 	theirs := newPolicy("theirs", "binding-b")
+	// Another virtual cluster's binding of the same name, mounted elsewhere.
+	pinnedElsewhere := newPolicy("pinned-elsewhere", binding)
+	pinnedElsewhere.Spec.MountNamespace = "mount-b"
+	pinnedHere := newPolicy("pinned-here", binding)
+	pinnedHere.Spec.MountNamespace = mount
 	movedAway := newPolicy("ours", "binding-b")
 	movedAway.ResourceVersion = "2"
 	resync := ours.DeepCopy()
@@ -30,6 +35,8 @@ func TestPolicyHandler(t *testing.T) {
 	}{
 		{"a policy of this binding", func(h cache.ResourceEventHandler) { h.OnAdd(ours, false) }, []string{"ours"}},
 		{"a policy of another binding", func(h cache.ResourceEventHandler) { h.OnAdd(theirs, false) }, nil},
+		{"a policy pinned to another mount namespace", func(h cache.ResourceEventHandler) { h.OnAdd(pinnedElsewhere, false) }, nil},
+		{"a policy pinned to this mount namespace", func(h cache.ResourceEventHandler) { h.OnAdd(pinnedHere, false) }, []string{"pinned-here"}},
 		{"a policy moved to another binding", func(h cache.ResourceEventHandler) { h.OnUpdate(ours, movedAway) }, []string{"ours"}},
 		{"a resync", func(h cache.ResourceEventHandler) { h.OnUpdate(ours, resync) }, nil},
 		{"a deleted policy", func(h cache.ResourceEventHandler) {
@@ -39,7 +46,7 @@ func TestPolicyHandler(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			tt.event(policyHandler(binding, func(k string) { got = append(got, k) }))
+			tt.event(policyHandler(binding, mount, func(k string) { got = append(got, k) }))
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("enqueued %v, want %v", got, tt.want)
 			}
@@ -95,10 +102,10 @@ func TestNewRequiresItsDependencies(t *testing.T) {
 	nodes := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Nodes()
 
 	_, err := New(Options{Client: client.KubeoceanV1alpha1(), Policies: policies, VirtualNodes: nodes})
-	if err == nil || !strings.Contains(err.Error(), "BindingName") || !strings.Contains(err.Error(), "Recorder") {
-		t.Fatalf("New without BindingName and Recorder = %v", err)
+	if err == nil || !strings.Contains(err.Error(), "BindingName") || !strings.Contains(err.Error(), "MountNamespace") || !strings.Contains(err.Error(), "Recorder") {
+		t.Fatalf("New without BindingName, MountNamespace and Recorder = %v", err)
 	}
-	c, err := New(Options{BindingName: binding, Client: client.KubeoceanV1alpha1(), Policies: policies, VirtualNodes: nodes,
+	c, err := New(Options{BindingName: binding, MountNamespace: mount, Client: client.KubeoceanV1alpha1(), Policies: policies, VirtualNodes: nodes,
 		Recorder: record.NewFakeRecorder(1)})
 	if err != nil || c.Name() != ControllerName {
 		t.Fatalf("New = %v, %v", c, err)

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +36,22 @@ func TestFinalizerIsAddedInItsOwnPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectVerbs(t, actions, "update/status")
+}
+
+// A policy pinned to the binding's mount namespace is the binding's alone:
+// reconciled like one that names no mount namespace.
+func TestPolicyPinnedHereIsReconciled(t *testing.T) {
+	pinned := newPolicy("p", binding)
+	pinned.Spec.MountNamespace = mount
+	f := newFixture(t, []*kubeoceanv1alpha1.ResourceLeasingPolicy{pinned})
+	_, err, actions := f.reconcile("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectVerbs(t, actions, "patch")
+	if finalizers := patchedFinalizers(t, actions[0]); !slices.Equal(finalizers, []string{kubeoceanv1alpha1.FinalizerResourceLeasingPolicy}) {
+		t.Fatalf("finalizers = %v", finalizers)
+	}
 }
 
 func TestDeletionWaitsForVirtualNodes(t *testing.T) {
@@ -79,12 +96,20 @@ func TestDeletionWaitsForVirtualNodes(t *testing.T) {
 
 func TestIgnoredPolicies(t *testing.T) {
 	foreign := newPolicy("foreign", "binding-b")
+	// Of another virtual cluster's binding of the same name: neither its
+	// finalizer nor its status is ours to write.
+	pinnedElsewhere := newPolicy("pinned-elsewhere", binding)
+	pinnedElsewhere.Spec.MountNamespace = "mount-b"
+	pinnedElsewhereDeleted := newPolicy("pinned-elsewhere-deleted", binding)
+	pinnedElsewhereDeleted.Spec.MountNamespace = "mount-b"
+	pinnedElsewhereDeleted.Finalizers = []string{kubeoceanv1alpha1.FinalizerResourceLeasingPolicy}
+	pinnedElsewhereDeleted.DeletionTimestamp = &metav1.Time{Time: monday10}
 	deletedWithoutUs := newPolicy("deleted", binding)
 	deletedWithoutUs.Finalizers = []string{"example.com/other"}
 	deletedWithoutUs.DeletionTimestamp = &metav1.Time{Time: monday10}
-	f := newFixture(t, []*kubeoceanv1alpha1.ResourceLeasingPolicy{foreign, deletedWithoutUs})
+	f := newFixture(t, []*kubeoceanv1alpha1.ResourceLeasingPolicy{foreign, deletedWithoutUs, pinnedElsewhere, pinnedElsewhereDeleted})
 
-	for _, name := range []string{"foreign", "deleted", "missing"} {
+	for _, name := range []string{"foreign", "deleted", "missing", "pinned-elsewhere", "pinned-elsewhere-deleted"} {
 		result, err, actions := f.reconcile(name)
 		if err != nil || result != (controller.Result{}) || len(actions) != 0 {
 			t.Errorf("%s: %+v, %v, writes %v; want nothing", name, result, err, verbsOf(actions))

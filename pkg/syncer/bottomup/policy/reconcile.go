@@ -15,6 +15,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
 // Reasons of the events recorded on policies.
@@ -44,7 +45,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 		return controller.Result{}, err
 	}
 	// A virtual node may name a policy that now lends to another binding.
-	if policy.Spec.Cluster != c.bindingName {
+	if !ownership.PolicyLendsTo(policy, c.bindingName, c.mountNamespace) {
 		return controller.Result{}, nil
 	}
 	logger := klog.FromContext(ctx).WithValues("resourceLeasingPolicy", klog.KObj(policy))

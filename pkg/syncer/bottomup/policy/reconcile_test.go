@@ -26,7 +26,10 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
-const binding = "binding-a"
+const (
+	binding = "binding-a"
+	mount   = "mount-a"
+)
 
 // fixture is a controller over fake clients whose informer caches are
 // seeded by hand, so a test decides exactly what each reconcile sees.
@@ -59,12 +62,13 @@ func newFixture(t *testing.T, policies []*kubeoceanv1alpha1.ResourceLeasingPolic
 	policyInformer := oceanFactory.Kubeocean().V1alpha1().ResourceLeasingPolicies()
 	nodeInformer := kubeFactory.Core().V1().Nodes()
 	c, err := New(Options{
-		BindingName:  binding,
-		Client:       f.client.KubeoceanV1alpha1(),
-		Policies:     policyInformer,
-		VirtualNodes: nodeInformer,
-		Recorder:     f.recorder,
-		Clock:        f.clock,
+		BindingName:    binding,
+		MountNamespace: mount,
+		Client:         f.client.KubeoceanV1alpha1(),
+		Policies:       policyInformer,
+		VirtualNodes:   nodeInformer,
+		Recorder:       f.recorder,
+		Clock:          f.clock,
 	})
 	if err != nil {
 		t.Fatal(err)

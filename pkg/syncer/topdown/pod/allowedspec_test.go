@@ -23,7 +23,7 @@ func allowFixture(t *testing.T, f *fixture, a *kubeoceanv1alpha1.WorkloadAllowan
 		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "binding", Allowances: a}}); err != nil {
 		t.Fatal(err)
 	}
-	f.controller.allowances = allowances.NewSource(kubeoceanlisters.NewResourceLeasingPolicyLister(indexer), "binding")
+	f.controller.allowances = allowances.NewSource(kubeoceanlisters.NewResourceLeasingPolicyLister(indexer), "binding", "mount")
 }
 
 func withProjection(pod *corev1.Pod, source corev1.VolumeProjection) *corev1.Pod {

@@ -269,7 +269,7 @@ func TestLastAppliedIsTheWorkloads(t *testing.T) {
 func allowing(a kubeoceanv1alpha1.WorkloadAllowances) allowances.Set {
 	return allowances.Of([]*kubeoceanv1alpha1.ResourceLeasingPolicy{{
 		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b", Allowances: &a},
-	}}, "b")
+	}}, "b", "mount")
 }
 
 // applied is physical with patch applied to its labels and annotations.

@@ -297,10 +297,11 @@ func (c *Controller) registerRefusalHandlers(opts Options) error {
 }
 
 // allowancesMayDiffer tells a policy update that may change what the
-// binding's pods are allowed: the allowances or the binding it names. The
+// binding's pods are allowed: the allowances or the binding it names
+// (spec.cluster and spec.mountNamespace). The
 // status updates the bottom-up side makes every time window do not.
 func allowancesMayDiffer(oldPolicy, newPolicy *kubeoceanv1alpha1.ResourceLeasingPolicy) bool {
-	return oldPolicy.Spec.Cluster != newPolicy.Spec.Cluster ||
+	return oldPolicy.Spec.Cluster != newPolicy.Spec.Cluster || oldPolicy.Spec.MountNamespace != newPolicy.Spec.MountNamespace ||
 		!equality.Semantic.DeepEqual(oldPolicy.Spec.Allowances, newPolicy.Spec.Allowances)
 }
 

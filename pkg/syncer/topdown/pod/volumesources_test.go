@@ -169,6 +169,11 @@ func TestAllowancesMayDiffer(t *testing.T) {
 		"allowances removed": {policy("b", hostPath), policy("b", nil), true},
 		"another binding":    {policy("b", hostPath), policy("c", hostPath), true},
 		"status only":        {policy("b", hostPath), policy("b", hostPath.DeepCopy()), false},
+		"pinned to a mount namespace": {policy("b", hostPath), func() *kubeoceanv1alpha1.ResourceLeasingPolicy {
+			p := policy("b", hostPath)
+			p.Spec.MountNamespace = "mount"
+			return p
+		}(), true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := allowancesMayDiffer(tc.old, tc.new); got != tc.want {

@@ -71,7 +71,7 @@ func Allowing(allowed *kubeoceanv1alpha1.WorkloadAllowances) *allowances.Source 
 		ObjectMeta: metav1.ObjectMeta{Name: Binding},
 		Spec:       kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: Binding, Allowances: allowed},
 	})
-	return allowances.NewSource(kubeoceanlisters.NewResourceLeasingPolicyLister(policies), Binding)
+	return allowances.NewSource(kubeoceanlisters.NewResourceLeasingPolicyLister(policies), Binding, MountNamespace)
 }
 
 // New builds an Env whose clusters hold virtual and physical objects; the

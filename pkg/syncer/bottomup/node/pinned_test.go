@@ -1,0 +1,44 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// pinned pins a policy to a mount namespace.
+func pinned(mount string) func(*kubeoceanv1alpha1.ResourceLeasingPolicy) {
+	return func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) { p.Spec.MountNamespace = mount }
+}
+
+// A policy pinned to another virtual cluster's binding of the same name
+// (another mount namespace) has no say over this binding's nodes: being
+// invalid does not freeze them, and editing it changes no confirmation
+// token.
+func TestPolicyPinnedElsewhereHasNoSay(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.bindings, binding())
+	broken := func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) { p.Spec.TimeZone = "Europe/Berln" }
+	theirs := policy("theirs", testNow.Add(-2*time.Hour), pinned("their-mount"), broken)
+	f.add(f.policies, theirs, policy("ours", testNow.Add(-time.Hour), pinned(testMount)))
+	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	f.sync("node-a")
+	wantWrites(t, f, "create nodes")
+	if events := drainEvents(f); len(events) != 0 {
+		t.Fatalf("events = %q, want none", events)
+	}
+
+	edited := theirs.DeepCopy()
+	edited.Generation++
+	before := configToken(binding(), []*kubeoceanv1alpha1.ResourceLeasingPolicy{theirs})
+	if after := configToken(binding(), []*kubeoceanv1alpha1.ResourceLeasingPolicy{edited}); after != before {
+		t.Errorf("editing a policy pinned elsewhere changed the token %s to %s", before, after)
+	}
+	ours := policy("ours", testNow, pinned(testMount))
+	editedOurs := ours.DeepCopy()
+	editedOurs.Generation++
+	if configToken(binding(), []*kubeoceanv1alpha1.ResourceLeasingPolicy{ours}) == configToken(binding(), []*kubeoceanv1alpha1.ResourceLeasingPolicy{editedOurs}) {
+		t.Error("editing a policy pinned to the binding left the token as it was")
+	}
+}
