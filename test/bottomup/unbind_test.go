@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -15,7 +17,10 @@ import (
 
 // TestUnbinding deletes a binding under a running syncer: the syncer drains
 // and removes its virtual nodes, releases its policies and lets the binding
-// go.
+// go. It releases the reclaim finalizer of the policy pinned to its mount
+// namespace, which no other binding uses, and leaves it on a live policy
+// that names none: another binding "unbind" (of another virtual cluster,
+// or a later one) may use that one.
 func TestUnbinding(t *testing.T) {
 	w := startSyncer(t, "unbind", "cls-unbind")
 	ctx := t.Context()
@@ -24,10 +29,18 @@ func TestUnbinding(t *testing.T) {
 	}
 	policy := &kubeoceanv1alpha1.ResourceLeasingPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "unbind-all"},
-		Spec:       kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "unbind"},
+		Spec:       kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "unbind", MountNamespace: w.Mount},
 	}
-	if _, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	// Selects no node: it is the binding's all the same.
+	shared := &kubeoceanv1alpha1.ResourceLeasingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "unbind-shared"},
+		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "unbind", NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "suite", Operator: corev1.NodeSelectorOpIn, Values: []string{"none"}}}}}}},
+	}
+	for _, p := range []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy, shared} {
+		if _, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w.WaitCPU(t, "unbind-a", "4")
 	testenv.WaitFor(t, 30*time.Second, "the syncer's finalizer is on the binding and the policy's finalizer on the policy", func(ctx context.Context) (bool, error) {
@@ -35,12 +48,15 @@ func TestUnbinding(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		p, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Get(ctx, "unbind-all", metav1.GetOptions{})
-		if err != nil {
-			return false, err
+		held := slices.Contains(b.Finalizers, kubeoceanv1alpha1.FinalizerClusterBindingSyncer)
+		for _, name := range []string{"unbind-all", "unbind-shared"} {
+			p, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			held = held && slices.Contains(p.Finalizers, kubeoceanv1alpha1.FinalizerResourceLeasingPolicy)
 		}
-		return slices.Contains(b.Finalizers, kubeoceanv1alpha1.FinalizerClusterBindingSyncer) &&
-			slices.Contains(p.Finalizers, kubeoceanv1alpha1.FinalizerResourceLeasingPolicy), nil
+		return held, nil
 	})
 
 	if err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Delete(ctx, "unbind", metav1.DeleteOptions{}); err != nil {
@@ -56,9 +72,24 @@ func TestUnbinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	if slices.Contains(p.Finalizers, kubeoceanv1alpha1.FinalizerResourceLeasingPolicy) {
-		t.Fatal("the policy kept the reclaim finalizer of a binding that is gone")
+		t.Fatal("the policy pinned to the binding kept the reclaim finalizer of a binding that is gone")
 	}
 	if err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Delete(ctx, "unbind-all", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err = w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Get(ctx, "unbind-shared", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Finalizers, kubeoceanv1alpha1.FinalizerResourceLeasingPolicy) {
+		t.Error("unbinding released the reclaim finalizer of a live policy that another binding of the name may use")
+	}
+	// As the operator would once no binding "unbind" uses it.
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Patch(ctx, "unbind-shared", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.PhysOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Delete(ctx, "unbind-shared", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

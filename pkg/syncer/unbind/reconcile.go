@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +16,12 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
+
+// EventPolicyFinalizerKept is the reason of the event on the binding that
+// names the policies whose reclaim finalizer unbinding left in place.
+const EventPolicyFinalizerKept = "PolicyFinalizerKept"
 
 // progressRecheck is how often unbinding looks again while it waits for
 // the other controllers (their events also wake it).
@@ -47,7 +53,7 @@ func (c *Controller) sync(ctx context.Context, _ string) (controller.Result, err
 		}
 		return controller.RequeueAfter(progressRecheck), err
 	}
-	if err := c.releasePolicies(ctx); err != nil {
+	if err := c.releasePolicies(ctx, binding); err != nil {
 		return controller.Result{}, err
 	}
 	if err := c.sweep(ctx, binding); err != nil {
@@ -86,16 +92,30 @@ func (c *Controller) waitingFor() (string, error) {
 	return "", nil
 }
 
-// releasePolicies drops the reclaim finalizer from the binding's policies:
-// with no syncer left, nobody else would.
-func (c *Controller) releasePolicies(ctx context.Context) error {
+// releasePolicies drops the reclaim finalizer from the binding's policies
+// that no other binding can rely on: with no syncer left, nobody else
+// would. The finalizer has one name for every binding (the admission
+// policy lets a syncer change only that one), so it speaks for one binding
+// only on a policy pinned to its mount namespace (ownership.PolicyPinned).
+// A policy that names no mount namespace lends to every binding of its
+// spec.cluster, in every virtual cluster, and this syncer sees none of the
+// others: while such a policy lives its finalizer stays, so that another
+// binding of the name still finds its nodes' policy held when it is
+// deleted; a policy being deleted lends to nobody any more and our nodes
+// are reclaimed, so its finalizer goes, as the policy controller would.
+func (c *Controller) releasePolicies(ctx context.Context, binding *kubeoceanv1alpha1.ClusterBinding) error {
 	policies, err := c.policies.List(labels.Everything())
 	if err != nil {
 		return err
 	}
 	finalizer := kubeoceanv1alpha1.FinalizerResourceLeasingPolicy
+	var kept []string
 	for _, p := range policies {
-		if p.Spec.Cluster != c.opts.BindingName || !slices.Contains(p.Finalizers, finalizer) {
+		if !ownership.PolicyLendsTo(p, c.opts.BindingName, c.opts.MountNamespace) || !slices.Contains(p.Finalizers, finalizer) {
+			continue
+		}
+		if !ownership.PolicyPinned(p) && p.DeletionTimestamp == nil {
+			kept = append(kept, p.Name)
 			continue
 		}
 		remaining := slices.DeleteFunc(slices.Clone(p.Finalizers), func(f string) bool { return f == finalizer })
@@ -108,7 +128,24 @@ func (c *Controller) releasePolicies(ctx context.Context) error {
 			return err
 		}
 	}
+	if len(kept) > 0 {
+		c.reportKept(ctx, binding, kept)
+	}
 	return nil
+}
+
+// reportKept says which policies keep their finalizer and how to release
+// them, so that a deletion of one that hangs later is explained.
+func (c *Controller) reportKept(ctx context.Context, binding *kubeoceanv1alpha1.ClusterBinding, kept []string) {
+	slices.Sort(kept)
+	klog.FromContext(ctx).Info("Leaving the reclaim finalizer on policies that name no mount namespace: another binding of the same name may use them",
+		"resourceLeasingPolicies", kept, "finalizer", kubeoceanv1alpha1.FinalizerResourceLeasingPolicy)
+	c.opts.Recorder.Eventf(binding, corev1.EventTypeNormal, EventPolicyFinalizerKept,
+		"ResourceLeasingPolicies %s keep the finalizer %s: they name no spec.mountNamespace, so another binding named %s "+
+			"(of another virtual cluster, or a later binding of this one) may use them; its syncer releases it once the policy is deleted and its nodes are reclaimed. "+
+			"Pin a policy to one binding with spec.mountNamespace; once no binding named %s uses one, remove the finalizer by hand "+
+			"(docs/operations.md, \"Policies shared by name\").",
+		strings.Join(kept, ", "), kubeoceanv1alpha1.FinalizerResourceLeasingPolicy, c.opts.BindingName, c.opts.BindingName)
 }
 
 func (c *Controller) patchBindingFinalizers(ctx context.Context, binding *kubeoceanv1alpha1.ClusterBinding, finalizers []string) error {

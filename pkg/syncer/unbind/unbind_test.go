@@ -41,6 +41,7 @@ type fixture struct {
 	virtualKube, physicalKube           *kubefake.Clientset
 	virtualOcean, physicalOcean         *kubeoceanfake.Clientset
 	bindings, nodes, policies, podStore interface{ Add(any) error }
+	recorder                            *record.FakeRecorder
 }
 
 func newFixture(t *testing.T, binding *kubeoceanv1alpha1.ClusterBinding, virtualObjs, physicalObjs []runtime.Object, policies ...*kubeoceanv1alpha1.ResourceLeasingPolicy) *fixture {
@@ -68,6 +69,7 @@ func newFixture(t *testing.T, binding *kubeoceanv1alpha1.ClusterBinding, virtual
 		ManagedPods:  pKube.Core().V1().Pods(),
 		Recorder:     record.NewFakeRecorder(10),
 	}
+	f.recorder = opts.Recorder.(*record.FakeRecorder)
 	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +141,7 @@ func TestUnbindingWaitsThenSweepsAndReleases(t *testing.T) {
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-abc", Labels: owner.Stamp(nil)},
 		Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: mount, Name: "data-abc"}}}
 	policy := &kubeoceanv1alpha1.ResourceLeasingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1",
-		Finalizers: []string{kubeoceanv1alpha1.FinalizerResourceLeasingPolicy}}, Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: bindingName}}
+		Finalizers: []string{kubeoceanv1alpha1.FinalizerResourceLeasingPolicy}}, Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: bindingName, MountNamespace: mount}}
 	f := newFixture(t, newBinding(true, kubeoceanv1alpha1.FinalizerClusterBindingManager, kubeoceanv1alpha1.FinalizerClusterBindingSyncer),
 		[]runtime.Object{virtualCM}, []runtime.Object{physicalCM, otherBinding, pv}, policy)
 
