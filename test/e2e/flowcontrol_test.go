@@ -14,11 +14,26 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeocean/kubeocean/test/controlplane"
+	"github.com/kubeocean/kubeocean/test/stack"
 )
 
-// shippedFlowSchema names the shipped FlowSchema and PriorityLevelConfiguration
-// (manifests/rbac/{virtual,physical}/flowcontrol.yaml).
+// shippedFlowSchema names the shipped FlowSchema of the virtual cluster
+// (manifests/rbac/virtual/flowcontrol.yaml); in the physical cluster each
+// binding has its own, physicalFlowSchema.
 const shippedFlowSchema = "kubeocean"
+
+// physicalFlowSchema is the FlowSchema of the binding's identity in the
+// physical cluster (manifests/rbac/physical/flowcontrol.yaml).
+var physicalFlowSchema = "kubeocean-syncer." + stack.MountNamespace
+
+// flowSchemaOf names the FlowSchema that classifies Kubeocean's requests in
+// cluster.
+func flowSchemaOf(cluster *controlplane.Cluster) string {
+	if cluster.Name == "physical" {
+		return physicalFlowSchema
+	}
+	return shippedFlowSchema
+}
 
 // checkClassified makes one request with the credentials of kubeconfig and
 // checks that the API server classified it with the shipped FlowSchema
@@ -26,7 +41,7 @@ const shippedFlowSchema = "kubeocean"
 func checkClassified(t *testing.T, cluster *controlplane.Cluster, kubeconfig string) {
 	t.Helper()
 	ctx := t.Context()
-	schema, err := cluster.Clientset().FlowcontrolV1().FlowSchemas().Get(ctx, shippedFlowSchema, metav1.GetOptions{})
+	schema, err := cluster.Clientset().FlowcontrolV1().FlowSchemas().Get(ctx, flowSchemaOf(cluster), metav1.GetOptions{})
 	step(t, "read the shipped FlowSchema in the "+cluster.Name+" cluster", err)
 	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	step(t, "load "+kubeconfig, err)
@@ -38,7 +53,7 @@ func checkClassified(t *testing.T, cluster *controlplane.Cluster, kubeconfig str
 	step(t, "GET /api as Kubeocean in the "+cluster.Name+" cluster", err)
 	resp.Body.Close()
 	if got := resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"); got != string(schema.UID) {
-		t.Fatalf("%s cluster: Kubeocean's request was classified by FlowSchema UID %q, want %q (%s)", cluster.Name, got, schema.UID, shippedFlowSchema)
+		t.Fatalf("%s cluster: Kubeocean's request was classified by FlowSchema UID %q, want %q (%s)", cluster.Name, got, schema.UID, schema.Name)
 	}
 }
 
@@ -47,15 +62,15 @@ func checkClassified(t *testing.T, cluster *controlplane.Cluster, kubeconfig str
 // traffic of the flow, not only one probe.
 func checkDispatched(t *testing.T, cluster *controlplane.Cluster, min float64) {
 	t.Helper()
-	n, err := dispatched(t, cluster.Clientset())
+	n, err := dispatched(t, cluster.Clientset(), flowSchemaOf(cluster))
 	step(t, "read the "+cluster.Name+" API server's metrics", err)
 	if n < min {
-		t.Fatalf("%s cluster: %v requests dispatched by FlowSchema %s, want at least %v", cluster.Name, n, shippedFlowSchema, min)
+		t.Fatalf("%s cluster: %v requests dispatched by FlowSchema %s, want at least %v", cluster.Name, n, flowSchemaOf(cluster), min)
 	}
-	t.Logf("%s cluster: %v requests dispatched by FlowSchema %s", cluster.Name, n, shippedFlowSchema)
+	t.Logf("%s cluster: %v requests dispatched by FlowSchema %s", cluster.Name, n, flowSchemaOf(cluster))
 }
 
-func dispatched(t *testing.T, kube kubernetes.Interface) (float64, error) {
+func dispatched(t *testing.T, kube kubernetes.Interface, flowSchema string) (float64, error) {
 	data, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
 	if err != nil {
 		return 0, err
@@ -72,7 +87,7 @@ func dispatched(t *testing.T, kube kubernetes.Interface) (float64, error) {
 	total := 0.0
 	for _, m := range family.GetMetric() {
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "flow_schema" && l.GetValue() == shippedFlowSchema {
+			if l.GetName() == "flow_schema" && l.GetValue() == flowSchema {
 				total += m.GetCounter().GetValue()
 			}
 		}

@@ -23,15 +23,18 @@ import (
 
 const (
 	policyRefusal = "the syncer may change only the finalizer kubeocean.io/policy-reclaim"
-	volumeRefusal = "the syncer may write only Kubeocean's PersistentVolumes"
+	volumeRefusal = "a binding may write only its own PersistentVolumes"
+	// otherMountNamespace is another binding's mount namespace.
+	otherMountNamespace = "kubeocean-other"
 )
 
-// TestPhysicalIdentityLimits: under manifests/rbac/physical, the syncer's
-// physical identity (its real token) may not update ResourceLeasingPolicies
-// nor get nodes/proxy,
-// and may patch of them only its finalizer; it may create and delete only
-// PersistentVolumes stamped as Kubeocean's, and of the cluster's other
-// volumes only keep the data of bound ones (Retain).
+// TestPhysicalIdentityLimits: under manifests/rbac/physical, a binding's
+// physical identity (its real token) may not update ResourceLeasingPolicies,
+// get nodes/proxy or reach another binding's mount namespace, and may patch
+// of policies only its finalizer; it may create and delete only
+// PersistentVolumes stamped as Kubeocean's and bound in its own mount
+// namespace, and of the cluster's other volumes only keep the data of those
+// bound there (Retain).
 func TestPhysicalIdentityLimits(t *testing.T) {
 	s, err := stack.Start(t.Context(), stack.Options{})
 	step(t, "start the clusters", err)
@@ -50,9 +53,24 @@ func TestPhysicalIdentityLimits(t *testing.T) {
 		{Group: kubeoceanv1alpha1.GroupName, Resource: "resourceleasingpolicies", Verb: "update"},
 		// Node stats are an opt-in (manifests/rbac/physical-node-stats).
 		{Resource: "nodes", Subresource: "proxy", Verb: "get", Name: "node-a"},
+		// Another binding's mount namespace: its token Secrets, its pods.
+		{Resource: "secrets", Verb: "list", Namespace: otherMountNamespace},
+		{Resource: "secrets", Verb: "get", Namespace: otherMountNamespace, Name: "x-token"},
+		{Resource: "pods", Verb: "create", Namespace: otherMountNamespace},
+		{Resource: "pods", Subresource: "exec", Verb: "create", Namespace: otherMountNamespace},
+		{Resource: "configmaps", Verb: "update", Namespace: otherMountNamespace, Name: kubeoceanv1alpha1.MountNamespaceClaim},
 	} {
 		if allowed(t, kube, attrs) {
-			t.Errorf("the syncer may %s %s/%s", attrs.Verb, attrs.Resource, attrs.Subresource)
+			t.Errorf("the binding's identity may %s %s/%s in %q", attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Namespace)
+		}
+	}
+	// What it needs in its own.
+	for _, attrs := range []authorizationv1.ResourceAttributes{
+		{Resource: "pods", Verb: "create", Namespace: stack.MountNamespace},
+		{Resource: "secrets", Verb: "list", Namespace: stack.MountNamespace},
+	} {
+		if !allowed(t, kube, attrs) {
+			t.Errorf("the binding's identity may not %s %s in its mount namespace", attrs.Verb, attrs.Resource)
 		}
 	}
 
@@ -105,8 +123,24 @@ func checkVolumeLimits(t *testing.T, s *stack.Stack, kube kubernetes.Interface) 
 	}))
 	stamp := map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean,
 		kubeoceanv1alpha1.LabelClusterID: "c1", kubeoceanv1alpha1.LabelBindingUID: "u1"}
-	_, err := pvs.Create(ctx, volume("copy", stamp), dryRun)
-	step(t, "creating a stamped copy as the syncer", err)
+	copied := volume("copy", stamp)
+	copied.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: stack.MountNamespace, Name: "claim-x"}
+	_, err := pvs.Create(ctx, copied, dryRun)
+	step(t, "creating a stamped copy bound in its mount namespace as the syncer", err)
+	copied.Spec.ClaimRef.Namespace = otherMountNamespace
+	_, err = pvs.Create(ctx, copied, dryRun)
+	denied(t, volumeRefusal, "creating a stamped copy bound in another binding's mount namespace", err)
+	unbound := volume("unbound", stamp)
+	_, err = pvs.Create(ctx, unbound, dryRun)
+	denied(t, volumeRefusal, "creating a stamped copy bound to no claim", err)
+
+	// Another binding's volume: stamped, bound in its mount namespace.
+	theirs := volume("theirs", stamp)
+	theirs.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: otherMountNamespace, Name: "claim-y"}
+	_, err = s.PhysicalKube.CoreV1().PersistentVolumes().Create(ctx, theirs, metav1.CreateOptions{})
+	step(t, "another binding's volume", err)
+	err = pvs.Delete(ctx, "theirs", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	denied(t, volumeRefusal, "deleting another binding's volume", err)
 
 	// A volume of the cluster's, bound to a claim: the syncer may keep its
 	// data, nothing more.
