@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -170,6 +171,7 @@ func newRunner(ctx context.Context, p *app.Process, opts Options, virtual *infor
 				PhysicalQPS:      opts.PhysicalQPS, PhysicalBurst: opts.PhysicalBurst,
 				Kubelet:      opts.Kubelet,
 				DrainTimeout: opts.SyncerDrainTimeout, SyncDaemonSetPods: opts.SyncDaemonSetPods,
+				MaxNodeRemovalFraction: opts.SyncerMaxNodeRemovalFraction, OutageRenewalLimit: opts.SyncerOutageLeaseRenewalLimit,
 			},
 			Recorder: p.Recorder, OnChange: enqueue,
 		})
@@ -213,6 +215,12 @@ func syncerArgs(opts Options) []string {
 	}
 	if opts.SyncDaemonSetPods {
 		args = append(args, "--sync-daemonset-pods")
+	}
+	if opts.SyncerMaxNodeRemovalFraction > 0 {
+		args = append(args, "--max-node-removal-fraction="+strconv.FormatFloat(opts.SyncerMaxNodeRemovalFraction, 'g', -1, 64))
+	}
+	if opts.SyncerOutageLeaseRenewalLimit > 0 {
+		args = append(args, "--outage-lease-renewal-limit="+opts.SyncerOutageLeaseRenewalLimit.String())
 	}
 	return args
 }

@@ -55,6 +55,11 @@ type Options struct {
 	// syncers, and passed on to syncer Deployments when set.
 	SyncerDrainTimeout time.Duration
 	SyncDaemonSetPods  bool
+	// SyncerMaxNodeRemovalFraction and SyncerOutageLeaseRenewalLimit are
+	// the syncers' --max-node-removal-fraction and
+	// --outage-lease-renewal-limit, likewise (zero: the syncer's default).
+	SyncerMaxNodeRemovalFraction  float64
+	SyncerOutageLeaseRenewalLimit time.Duration
 	// Kubelet configures the kubelet API of in-process syncers' virtual
 	// nodes; its port range is shared by all of them.
 	Kubelet syncer.KubeletOptions
@@ -117,6 +122,10 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"The syncers' --drain-timeout: how long a drained virtual node's pods are asked to leave through the eviction API before they are deleted (0: the syncer's default, 10m).")
 	fs.BoolVar(&o.SyncDaemonSetPods, "sync-daemonset-pods", o.SyncDaemonSetPods,
 		"The syncers' --sync-daemonset-pods: run the pods of DaemonSets placed on virtual nodes in the physical cluster.")
+	fs.Float64Var(&o.SyncerMaxNodeRemovalFraction, "syncer-max-node-removal-fraction", o.SyncerMaxNodeRemovalFraction,
+		"The syncers' --max-node-removal-fraction: the largest share (0-1) of a binding's virtual nodes one configuration change may remove without the operator's confirmation (0: the syncer's default, 0.5).")
+	fs.DurationVar(&o.SyncerOutageLeaseRenewalLimit, "syncer-outage-lease-renewal-limit", o.SyncerOutageLeaseRenewalLimit,
+		"The syncers' --outage-lease-renewal-limit: after this long without an answer from a physical apiserver, its virtual nodes' Leases are no longer renewed (0: renew throughout an outage).")
 	fs.BoolVar(&o.ApproveKubeletServingCSRs, "approve-kubelet-serving-csrs", o.ApproveKubeletServingCSRs,
 		"Approve the CertificateSigningRequests of the syncers' kubelet API serving certificates (syncers with --kubelet-serving-cert-source=csr): only for bindings this manager runs and their syncer pods' IPs. On by itself for in-process syncers with --kubelet-serving-cert-source=csr.")
 	// In deployment mode the syncer Deployments take these flags instead.
@@ -140,6 +149,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SyncerMode == ModeInProcess && o.Kubelet.Address != "" && o.Kubelet.CertSource == syncer.CertSourceCSR {
 		o.ApproveKubeletServingCSRs = true
+	}
+	if o.SyncerMaxNodeRemovalFraction < 0 || o.SyncerMaxNodeRemovalFraction > 1 || o.SyncerOutageLeaseRenewalLimit < 0 {
+		errs = append(errs, errors.New("--syncer-max-node-removal-fraction must be within 0-1 and --syncer-outage-lease-renewal-limit not negative"))
 	}
 	if o.Workers < 1 || o.SyncerWorkers < 1 || o.SyncerPodWorkers < 1 || o.SyncerNodeWorkers < 1 {
 		errs = append(errs, errors.New("--workers, --syncer-workers, --syncer-pod-workers and --syncer-node-workers must be at least 1"))

@@ -102,6 +102,7 @@ func TestSyncerArgsParseAsSyncerFlags(t *testing.T) {
 	opts := NewOptions()
 	if err := (app.Command{Options: app.NewOptions(Component), AddFlags: opts.AddFlags}).Flags().Parse([]string{
 		"--virtual-apiserver-address=10.0.0.1:443", "--syncer-drain-timeout=90s", "--sync-daemonset-pods",
+		"--syncer-max-node-removal-fraction=0.25", "--syncer-outage-lease-renewal-limit=20m",
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,8 @@ func TestSyncerArgsParseAsSyncerFlags(t *testing.T) {
 	if err := (app.Command{Options: app.NewOptions(syncer.Component), AddFlags: syncerOpts.AddFlags}).Flags().Parse(syncerArgs(opts)); err != nil {
 		t.Fatalf("%v: %v", syncerArgs(opts), err)
 	}
-	if syncerOpts.VirtualAPIServer != "10.0.0.1:443" || syncerOpts.DrainTimeout != 90*time.Second || !syncerOpts.SyncDaemonSetPods {
+	if syncerOpts.VirtualAPIServer != "10.0.0.1:443" || syncerOpts.DrainTimeout != 90*time.Second || !syncerOpts.SyncDaemonSetPods ||
+		syncerOpts.MaxNodeRemovalFraction != 0.25 || syncerOpts.OutageRenewalLimit != 20*time.Minute {
 		t.Fatalf("the syncer got %+v from %v", syncerOpts, syncerArgs(opts))
 	}
 	if args := syncerArgs(NewOptions()); len(args) != 0 {
