@@ -22,6 +22,8 @@ var fakeKinds = map[schema.GroupVersionKind]meta.RESTScope{
 	{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}:                 meta.RESTScopeRoot,
 	{Version: "v1", Kind: "Namespace"}:                                                               meta.RESTScopeRoot,
 	{Version: "v1", Kind: "ServiceAccount"}:                                                          meta.RESTScopeNamespace,
+	{Version: "v1", Kind: "ResourceQuota"}:                                                           meta.RESTScopeNamespace,
+	{Version: "v1", Kind: "LimitRange"}:                                                              meta.RESTScopeNamespace,
 	{Version: "v1", Kind: "Secret"}:                                                                  meta.RESTScopeNamespace,
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}:                         meta.RESTScopeRoot,
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}:                  meta.RESTScopeRoot,
@@ -187,7 +189,7 @@ func TestDifferences(t *testing.T) {
 	}
 	shipped := `
 metadata: {name: r, labels: {a: "1"}}
-spec: {shares: 30, list: [x, y]}
+spec: {shares: 30, list: [x, y], hard: {pods: "10000"}}
 rules: [{verbs: [get], resources: [pods]}, {verbs: [list], resources: [nodes]}]`
 	for _, tc := range []struct {
 		name, cluster string
@@ -195,21 +197,21 @@ rules: [{verbs: [get], resources: [pods]}, {verbs: [list], resources: [nodes]}]`
 	}{
 		{"defaults and extra keys", `
 metadata: {name: r, uid: u, labels: {a: "1", b: "2"}}
-spec: {shares: 30.0, extra: true, list: [y, x]}
+spec: {shares: 30.0, extra: true, list: [y, x], hard: {pods: 10k}}
 rules: [{verbs: [list], resources: [nodes], apiGroups: [""]}, {verbs: [get], resources: [pods]}]`, nil},
 		{"label changed", `
 metadata: {name: r, labels: {a: "2"}}
-spec: {shares: 30, list: [x, y]}
-rules: [{verbs: [get], resources: [pods]}, {verbs: [list], resources: [nodes]}]`, []string{`metadata.labels.a: shipped "1", here "2"`}},
+spec: {shares: 30, list: [x, y], hard: {pods: "10001"}}
+rules: [{verbs: [get], resources: [pods]}, {verbs: [list], resources: [nodes]}]`, []string{`metadata.labels.a: shipped "1", here "2"`, `spec.hard.pods: shipped "10000", here "10001"`}},
 		{"rule removed, item added", `
 metadata: {name: r, labels: {a: "1"}}
-spec: {shares: 30, list: [x, y, z]}
+spec: {shares: 30, list: [x, y, z], hard: {pods: "10000"}}
 rules: [{verbs: [get], resources: [pods]}]`, []string{
 			`rules: shipped item {"resources":["nodes"],"verbs":["list"]} missing here`,
 			`spec.list: 1 item(s) here that are not shipped`}},
 		{"field gone", `
 metadata: {name: r}
-spec: {list: [x, y]}
+spec: {list: [x, y], hard: {pods: "10k"}}
 rules: [{verbs: [get], resources: [pods]}, {verbs: [list], resources: [nodes]}]`, []string{
 			`metadata.labels.a: shipped "1", absent here`, `spec.shares: shipped 30, absent here`}},
 	} {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -55,7 +56,7 @@ func compareValue(path string, shipped, cluster any, out *[]string) {
 	default:
 		if cluster == nil {
 			*out = append(*out, fmt.Sprintf("%s: shipped %s, absent here", orRoot(path), brief(s)))
-		} else if asJSON(s) != asJSON(cluster) {
+		} else if asJSON(s) != asJSON(cluster) && !canonicalQuantity(path, s, cluster) {
 			*out = append(*out, fmt.Sprintf("%s: shipped %s, here %s", orRoot(path), brief(s), brief(cluster)))
 		}
 	}
@@ -139,6 +140,19 @@ func redacted(obj *unstructured.Unstructured) *unstructured.Unstructured {
 		}
 	}
 	return obj
+}
+
+// canonicalQuantity says whether the cluster holds the canonical form of a
+// quantity shipped in another ("10000" is stored as "10k"). Labels and
+// annotations are strings whatever they look like.
+func canonicalQuantity(path string, shipped, cluster any) bool {
+	s, ok1 := shipped.(string)
+	c, ok2 := cluster.(string)
+	if !ok1 || !ok2 || strings.HasPrefix(path, "metadata") {
+		return false
+	}
+	q, err := resource.ParseQuantity(s)
+	return err == nil && q.String() == c
 }
 
 // asJSON is a scalar as JSON: numbers decoded from YAML and from the API

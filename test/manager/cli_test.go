@@ -201,6 +201,7 @@ func bindLeavesHardening(t *testing.T, w *world, run runCLI, bind []string, moun
 		}
 	}
 
+	t.Logf("bind --dry-run after the administrator's changes:\n%s", out)
 	out, err = run(bind...)
 	for _, want := range []string{
 		"Namespace " + mountNamespace + " differs from the shipped version, left as is",
@@ -243,6 +244,7 @@ func rotateRevokes(t *testing.T, w *world, run runCLI, bind []string, name, moun
 		!strings.Contains(out, "ClusterBinding "+name+" is Ready") {
 		t.Fatalf("bind --rotate-token: %v\n%s", err, out)
 	}
+	t.Logf("bind --rotate-token:\n%s", out)
 	waitFor(t, 30*time.Second, "the old credential is refused", func(ctx context.Context) (bool, error) {
 		_, err := whoAmI(ctx, old)
 		return apierrors.IsUnauthorized(err), err
