@@ -38,7 +38,8 @@ func main() {
 			"manager.image.repository", "syncer.image.repository"})
 	}
 	if err == nil {
-		err = checkDefaults(filepath.Join(*root, "manifests", "charts"), physicalChart, []string{"mountNamespace.name"})
+		err = checkDefaults(filepath.Join(*root, "manifests", "charts"), physicalChart, []string{
+			"mountNamespace.name", "mountNamespace.quota.enabled", "mountNamespace.quota.hard"})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chartgen:", err)
@@ -257,7 +258,8 @@ func renderAdmission(manifests string, files map[string][]byte) error {
 	return nil
 }
 
-// renderPhysical: manifests/rbac/physical with the mount namespace a value.
+// renderPhysical: manifests/rbac/physical with the mount namespace a value,
+// and its Pod Security levels and default quota.
 func renderPhysical(manifests string, files map[string][]byte) (err error) {
 	dir := filepath.Join(manifests, "rbac", "physical")
 	k, err := readKustomization(dir)
@@ -283,6 +285,11 @@ func renderPhysical(manifests string, files map[string][]byte) (err error) {
 			body := escapeTemplates(d.text)
 			if d.key.kind == "Namespace" && d.key.name == mountNamespace {
 				body = substitutePodSecurity(body)
+			}
+			if d.key.kind == "ResourceQuota" && d.key.namespace == mountNamespace {
+				if body, err = substituteQuota(body); err != nil {
+					return fmt.Errorf("rbac/physical/%s: %w", res, err)
+				}
 			}
 			substituted := substituteMountNamespace(body)
 			if substituted != body {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -68,5 +69,27 @@ func TestSubstituteSystemNamespace(t *testing.T) {
 		`other: kubeocean-system-2 && request.namespace != '{{ include "kubeocean.namespace" . }}'` + "\n"
 	if got := substituteSystemNamespace(in); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestSubstituteQuota(t *testing.T) {
+	in := "# counts, not compute\napiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\n  namespace: kubeocean-worker\nspec:\n  hard:\n    count/pods: \"10\"\n    secrets: \"20\"\n  scopes: []\n"
+	got, err := substituteQuota(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{{- if .Values.mountNamespace.quota.enabled }}\n" +
+		"# counts, not compute\napiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\n  namespace: kubeocean-worker\nspec:\n" +
+		"  hard: {{- toYaml .Values.mountNamespace.quota.hard | nindent 4 }}\n" +
+		"  scopes: []\n" +
+		"{{- end }}\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if hard := defaults["mountNamespace.quota.hard"]; !reflect.DeepEqual(hard, map[string]string{"count/pods": "10", "secrets": "20"}) {
+		t.Errorf("default of mountNamespace.quota.hard = %v, want the manifest's limits", hard)
+	}
+	if _, err := substituteQuota("kind: ResourceQuota\nspec: {}\n"); err == nil {
+		t.Error("a quota without limits: want an error")
 	}
 }

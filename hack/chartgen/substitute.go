@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // templateAction is a Go template action already in a manifest, such as the
@@ -186,4 +188,46 @@ func substitutePodSecurity(text string) string {
 		return fmt.Sprintf(`%spod-security.kubernetes.io/%s: {{ index .Values.mountNamespace.podSecurity %q | default %q | quote }}`,
 			m[1], m[2], m[2], level)
 	})
+}
+
+// hardField starts a ResourceQuota's spec.hard block.
+var hardField = regexp.MustCompile(`(?m)^( *)hard:\s*$`)
+
+// substituteQuota makes the mount namespace's ResourceQuota optional
+// (mountNamespace.quota.enabled) and its limits a value
+// (mountNamespace.quota.hard), whose defaults are the manifest's.
+func substituteQuota(text string) (string, error) {
+	var quota struct {
+		Spec struct {
+			Hard map[string]string `json:"hard"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &quota); err != nil {
+		return "", err
+	}
+	if len(quota.Spec.Hard) == 0 {
+		return "", fmt.Errorf("want a ResourceQuota with spec.hard")
+	}
+	expectDefault("mountNamespace.quota.enabled", true)
+	expectDefault("mountNamespace.quota.hard", quota.Spec.Hard)
+	lines := strings.Split(text, "\n")
+	var out []string
+	replaced := 0
+	for i := 0; i < len(lines); i++ {
+		m := hardField.FindStringSubmatch(lines[i])
+		if m == nil {
+			out = append(out, lines[i])
+			continue
+		}
+		indent := len(m[1])
+		out = append(out, fmt.Sprintf("%shard: {{- toYaml .Values.mountNamespace.quota.hard | nindent %d }}", m[1], indent+2))
+		for i+1 < len(lines) && indentOf(lines[i+1]) > indent {
+			i++
+		}
+		replaced++
+	}
+	if replaced != 1 {
+		return "", fmt.Errorf("want one hard block, found %d", replaced)
+	}
+	return "{{- if .Values.mountNamespace.quota.enabled }}\n" + ensureNewline(strings.Join(out, "\n")) + "{{- end }}\n", nil
 }

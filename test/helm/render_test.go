@@ -123,6 +123,28 @@ func TestChartValues(t *testing.T) {
 			t.Log("the plain mount namespace has no Pod Security label yet; podSecurity has nothing to override")
 		}
 	})
+	t.Run("mount namespace quota", func(t *testing.T) {
+		const key = "ResourceQuota kubeocean-worker/kubeocean-mount-namespace"
+		plain := nestedMap(kustomize(t, "manifests/rbac/physical")[key], "spec", "hard")
+		if len(plain) == 0 {
+			t.Fatalf("the plain manifests ship no %s", key)
+		}
+		got := helmTemplate(t, physicalChart, "--set-string", "mountNamespace.quota.hard.secrets=300",
+			"--set", "mountNamespace.quota.hard.persistentvolumeclaims=null", "--set-string", "mountNamespace.quota.hard.services=5")
+		hard := nestedMap(got[key], "spec", "hard")
+		want := map[string]any{}
+		for k, v := range plain {
+			want[k] = v
+		}
+		want["secrets"], want["services"] = "300", "5"
+		delete(want, "persistentvolumeclaims")
+		if marshal(t, hard) != marshal(t, want) {
+			t.Errorf("quota limits %v, want %v: the keys set changed, the others kept", hard, want)
+		}
+		if off := helmTemplate(t, physicalChart, "--set", "mountNamespace.quota.enabled=false"); off[key] != nil {
+			t.Errorf("%s rendered with mountNamespace.quota.enabled=false", key)
+		}
+	})
 	t.Run("optional objects", func(t *testing.T) {
 		got := helmTemplate(t, virtualChart, "--set", "priorityClass.name=kubeocean-critical",
 			"--set", "priorityClass.create=true", "--set", "podDisruptionBudget.enabled=true",
