@@ -3,8 +3,10 @@
 // binding is deleted, the other controllers wind down on their own (the
 // node controller drains and removes the virtual nodes, the top-down
 // controllers delete physical pods and copies as their virtual objects go);
-// this controller waits for that, releases the binding's
-// ResourceLeasingPolicies, sweeps what is left of the binding in both
+// this controller waits for that, releases the reclaim finalizer of the
+// binding's ResourceLeasingPolicies that no other binding may rely on
+// (those pinned to its mount namespace, and deleted ones; a live policy
+// shared by name keeps it), sweeps what is left of the binding in both
 // clusters, and then removes the finalizer so the manager can finish.
 //
 // The sweep never deletes a volume's data unless the binding carries
