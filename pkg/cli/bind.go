@@ -157,7 +157,9 @@ func (o *bindOptions) leasingPolicy(binding *kubeoceanv1alpha1.ClusterBinding) *
 	return &kubeoceanv1alpha1.ResourceLeasingPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: kubeoceanv1alpha1.SchemeGroupVersion.String(), Kind: "ResourceLeasingPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.name},
-		Spec:       kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: o.name, NodeSelector: binding.Spec.NodeSelector},
+		// Pinned to the binding's mount namespace: a binding of the same
+		// name in another virtual cluster does not use it.
+		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: o.name, MountNamespace: binding.Spec.MountNamespace, NodeSelector: binding.Spec.NodeSelector},
 	}
 }
 

@@ -55,6 +55,10 @@ func TestBindRefusesWhatAdmissionWould(t *testing.T) {
 	if b.Spec.ClusterID != "worker-1" || b.Spec.MountNamespace != "kubeocean-worker-1" || b.Spec.SecretRef.Name != "worker-1-kubeconfig" {
 		t.Fatalf("defaults: %+v", b.Spec)
 	}
+	// The policy --policy creates lends to this binding alone.
+	if p := o.leasingPolicy(b); p.Spec.Cluster != "worker-1" || p.Spec.MountNamespace != "kubeocean-worker-1" {
+		t.Fatalf("--policy: %+v", p.Spec)
+	}
 }
 
 func TestPrintStatus(t *testing.T) {

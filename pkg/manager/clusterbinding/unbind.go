@@ -127,10 +127,10 @@ func leftovers(b *kubeoceanv1alpha1.ClusterBinding) string {
 		"in the virtual cluster, nodes labelled %s=%s, and the finalizer %s and label %s on pods, ConfigMaps, Secrets, PVCs and PVs "+
 		"(remove the finalizer by hand or those objects cannot be deleted); in the physical cluster, objects labelled %s=%s in namespace %s and PVs with that label "+
 		"(objects of older versions: labelled %s=%s without %s), "+
-		"and the finalizer %s on ResourceLeasingPolicies with spec.cluster=%s.",
+		"and the finalizer %s on ResourceLeasingPolicies with spec.cluster=%s and spec.mountNamespace %s or unset.",
 		kubeoceanv1alpha1.AnnotationForceUnbind,
 		kubeoceanv1alpha1.LabelClusterID, id, kubeoceanv1alpha1.Finalizer(id), kubeoceanv1alpha1.SyncedByLabel(id),
 		kubeoceanv1alpha1.LabelBindingUID, b.UID, b.Spec.MountNamespace,
 		kubeoceanv1alpha1.LabelManagedBy, kubeoceanv1alpha1.ManagedByKubeocean, kubeoceanv1alpha1.LabelBindingUID,
-		kubeoceanv1alpha1.FinalizerResourceLeasingPolicy, b.Name)
+		kubeoceanv1alpha1.FinalizerResourceLeasingPolicy, b.Name, b.Spec.MountNamespace)
 }
