@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/service"
 )
 
 // Sections of the syncer's --help.
@@ -50,6 +51,16 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	}
 	fs.StringVar(&o.PlaceholderNamespace, "placeholder-namespace", o.PlaceholderNamespace,
 		"Virtual namespace of the pods that hold, on each virtual node, the host ports used on its physical node by pods Kubeocean does not run.")
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = service.DefaultClusterDomain
+	}
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain,
+		"DNS domain of the virtual cluster, which the binding's DNS server (kubeocean-dns) answers and the pods' search path names.")
+	if o.DNSImage == "" {
+		o.DNSImage = DefaultDNSImage
+	}
+	fs.StringVar(&o.DNSImage, "dns-image", o.DNSImage,
+		"Image of the binding's DNS server, kubeocean-dns, which the syncer runs as a Deployment in the mount namespace (the syncer's image ships it).")
 	physical := fss.FlagSet(SectionPhysical)
 	app.PositiveFloat32Var(physical, &o.PhysicalQPS, "physical-kube-api-qps", "Queries per second to the physical cluster's API server.")
 	app.IntVar(physical, &o.PhysicalBurst, "physical-kube-api-burst", 1, "Burst of queries to the physical cluster's API server.")

@@ -80,7 +80,17 @@ type Options struct {
 	// PlaceholderNamespace is the virtual namespace of the host port
 	// placeholders; "" is DefaultPlaceholderNamespace.
 	PlaceholderNamespace string
+	// ClusterDomain is the virtual cluster's DNS domain, which the
+	// binding's DNS server answers; "" is service.DefaultClusterDomain.
+	ClusterDomain string
+	// DNSImage is the image of the binding's DNS server (kubeocean-dns,
+	// shipped in the syncer's image); "" is DefaultDNSImage.
+	DNSImage string
 }
+
+// DefaultDNSImage is the syncer image of manifests/deploy, which ships
+// kubeocean-dns.
+const DefaultDNSImage = "ghcr.io/kubeocean/kubeocean-syncer:latest"
 
 // clusterClients are the typed clients of one cluster: those of the
 // controllers, which fail fast, and those the informers list and watch

@@ -92,6 +92,10 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	network, networkRunnables, err := e.networkControllers()
+	if err != nil {
+		return nil, err
+	}
 	pods, err := pod.New(pod.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, VirtualAPIServer: e.opts.VirtualAPIServer,
 		// Its writes need only the metadata of the objects written.
@@ -106,6 +110,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 		HostPorts:         hostPorts,
 		Allowances:        allowed, AllowancesSynced: policies.Informer().HasSynced, Policies: policies.Informer(),
 		Predecessors: predecessors, BindingName: e.binding.Name, BindingStatus: e.virtual.Kubeocean.KubeoceanV1alpha1(),
+		Network: network,
 	})
 	if err != nil {
 		return nil, err
@@ -203,16 +208,16 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	)
 
 	workers := e.opts.Workers
-	return []app.Runnable{
+	return append(networkRunnables,
 		app.ControllerRunnable(pods.Controller, e.opts.PodWorkers),
 		app.ControllerRunnable(configMaps.Controller, workers),
 		app.ControllerRunnable(secrets.Controller, workers),
 		app.ControllerRunnable(claims.Controller, workers),
 		app.ControllerRunnable(volumes.Controller, workers),
 		app.ControllerRunnable(provisioner.Controller, workers),
-		{Name: "virtual-prober", Run: virtualHealth.Run},
+		app.Runnable{Name: "virtual-prober", Run: virtualHealth.Run},
 		resync,
-	}, nil
+	), nil
 }
 
 // copiesTarget resyncs a controller of copies: its marked virtual objects

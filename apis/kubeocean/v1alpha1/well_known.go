@@ -164,6 +164,47 @@ const (
 	// FinalizerResourceLeasingPolicy holds a policy until the nodes it lent
 	// are reclaimed.
 	FinalizerResourceLeasingPolicy = "kubeocean.io/policy-reclaim"
+
+	// Service mirrors (docs/networking.md). A mirror is a Service in the
+	// mount namespace, named naming.PhysicalName(namespace, name) of its
+	// virtual Service, carrying the binding's identity labels and the
+	// annotations AnnotationVirtualName and AnnotationVirtualNamespace.
+	// The EndpointSlices the syncer writes for a mirror whose virtual
+	// Service has no selector carry the binding's identity labels,
+	// kubernetes.io/service-name=<mirror name>, the same two annotations
+	// (naming the virtual Service) and
+	// endpointslice.kubernetes.io/managed-by=EndpointSliceManagedBySyncer,
+	// so that the physical cluster's EndpointSlice controllers leave them.
+	EndpointSliceManagedBySyncer = "kubeocean.io/syncer"
+	// ReasonServiceMirrorNameTaken is the reason of the warning event on a
+	// virtual Service whose mirror's name is taken in the mount namespace
+	// by a Service that is not the binding's: it is left alone, and the
+	// virtual Service has no mirror.
+	ReasonServiceMirrorNameTaken = "MirrorNameTaken"
+
+	// DNSName names the objects of a binding's DNS server (kubeocean-dns)
+	// in its mount namespace: the Deployment, the Service whose ClusterIP
+	// is the nameserver of the binding's pods, the PodDisruptionBudget, the
+	// ServiceAccount, and the Role and RoleBinding that let it read the
+	// mount namespace's Services and EndpointSlices. All carry the
+	// binding's identity labels; the DNS pods do not (they are no pods of
+	// the binding's workloads).
+	DNSName = "kubeocean-dns"
+	// ClusterBindingConditionDNSReady is True once the binding's DNS
+	// Service has a ClusterIP and its Deployment is available
+	// (ReasonDNSAvailable). False says what pods get meanwhile:
+	// ReasonDNSServiceMissing, no ClusterIP yet: pods created now keep the
+	// physical cluster's DNS (their dnsPolicy as it is) until they are
+	// recreated; ReasonDNSUnavailable, a ClusterIP but no available
+	// replica: pods are pointed at it and their lookups fail until a
+	// replica answers; ReasonDNSNameTaken: objects named DNSName in the
+	// mount namespace are not the binding's, which are left alone (pods
+	// keep the physical cluster's DNS). The syncer writes it.
+	ClusterBindingConditionDNSReady = "DNSReady"
+	ReasonDNSAvailable              = "DNSAvailable"
+	ReasonDNSServiceMissing         = "DNSServiceMissing"
+	ReasonDNSUnavailable            = "DNSUnavailable"
+	ReasonDNSNameTaken              = "DNSNameTaken"
 )
 
 // SyncedByLabel is the label marking a virtual object synced to clusterID.

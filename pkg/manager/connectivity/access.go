@@ -45,6 +45,9 @@ var (
 	// cachedVerbs: read only through informers.
 	cachedVerbs  = []string{"list", "watch"}
 	managedVerbs = []string{"get", "list", "watch", "create", "update", "delete"}
+	// keptVerbs: objects read live and written, found by the unbinding
+	// sweep by their labels.
+	keptVerbs = []string{"get", "list", "create", "update", "delete"}
 )
 
 // SyncerAccess is what the syncer does in the physical cluster. The
@@ -74,6 +77,14 @@ var SyncerAccess = []Access{
 	// The physical StorageClasses, each offered in the virtual cluster as
 	// a class whose claims the syncer provisions here.
 	{Group: "storage.k8s.io", Resource: "storageclasses", Verbs: cachedVerbs},
+	// Service mirrors and the binding's DNS server (docs/networking.md).
+	{Resource: "services", Scope: MountNamespace, Verbs: managedVerbs},
+	{Group: "discovery.k8s.io", Resource: "endpointslices", Scope: MountNamespace, Verbs: managedVerbs},
+	{Group: "apps", Resource: "deployments", Scope: MountNamespace, Verbs: managedVerbs},
+	{Group: "policy", Resource: "poddisruptionbudgets", Scope: MountNamespace, Verbs: keptVerbs},
+	{Resource: "serviceaccounts", Scope: MountNamespace, Verbs: keptVerbs},
+	{Group: "rbac.authorization.k8s.io", Resource: "roles", Scope: MountNamespace, Verbs: keptVerbs},
+	{Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Scope: MountNamespace, Verbs: keptVerbs},
 	// The identity of the physical cluster: the UID of its kube-system
 	// namespace, which the binding pins (status.physicalClusterUID).
 	{Resource: "namespaces", Name: "kube-system", Verbs: []string{"get"}},

@@ -52,7 +52,7 @@ func byLabel(selector string) metav1.ListOptions { return metav1.ListOptions{Lab
 func (c *Controller) physicalKinds(deleteVolumes bool) []kindOps {
 	core, ns := c.opts.PhysicalKube.CoreV1(), c.opts.MountNamespace
 	inMount := func(obj metav1.Object) bool { return obj.GetNamespace() == ns && c.owner.Owns(obj) }
-	return []kindOps{
+	return append(c.networkKinds(inMount), []kindOps{
 		{kind: "ConfigMap", belongs: inMount,
 			list: func(ctx context.Context, s string) ([]metav1.Object, error) {
 				l, err := core.ConfigMaps(ns).List(ctx, byLabel(s))
@@ -107,7 +107,7 @@ func (c *Controller) physicalKinds(deleteVolumes bool) []kindOps {
 			keep: func(ctx context.Context, o metav1.Object) (*retainedVolume, error) {
 				return nil, c.keepCopyData(ctx, o)
 			}},
-	}
+	}...)
 }
 
 // virtualKinds: the objects the top-down side marks when it copies them.

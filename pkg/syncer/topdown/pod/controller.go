@@ -156,6 +156,10 @@ type Options struct {
 	// binding's PhysicalNamesTaken condition.
 	BindingName   string
 	BindingStatus BindingStatusWriter
+	// Network, optional, gives pods the binding's DNS server and the
+	// service variables of their namespace's mirrors (see Network).
+	// Without it they keep the physical cluster's resolver.
+	Network Network
 }
 
 // Controller reconciles virtual pods, keyed by namespace/name.
@@ -170,6 +174,7 @@ type Controller struct {
 	blocked        *blockedPods
 	mountNamespace string
 	apiServer      *apiServerAddress
+	network        Network
 
 	virtualClient   VirtualClient
 	physicalClient  PhysicalClient
@@ -229,6 +234,7 @@ func New(opts Options) (*Controller, error) {
 		blocked:         newBlockedPods(),
 		mountNamespace:  opts.MountNamespace,
 		apiServer:       apiServer,
+		network:         opts.Network,
 		virtualClient:   opts.VirtualClient,
 		physicalClient:  opts.PhysicalClient,
 		virtualPods:     opts.VirtualPods.Lister(),

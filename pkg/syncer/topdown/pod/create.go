@@ -61,6 +61,7 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 		plan:           plan,
 		apiServer:      c.apiServer,
 		allowed:        c.allowances.Current(),
+		network:        c.networkFor(virtual),
 	})
 	created, err := c.physicalClient.Pods(c.mountNamespace).Create(ctx, pod, metav1.CreateOptions{})
 	switch {

@@ -48,6 +48,9 @@ type translation struct {
 	// allowed is what the lender lets through (label and annotation keys
 	// as they are); the zero Set lets nothing.
 	allowed allowances.Set
+	// network is the binding's DNS and Service mirrors; nil leaves the
+	// pod's resolver and environment as they are.
+	network *networkView
 }
 
 // physicalPod is the physical pod for virtual: pinned to the physical node,
@@ -93,6 +96,7 @@ func physicalPod(virtual *corev1.Pod, t translation) *corev1.Pod {
 	if spec.Hostname == "" && len(validation.IsDNS1123Label(virtual.Name)) == 0 {
 		spec.Hostname = virtual.Name
 	}
+	t.network.applyNetwork(spec, virtual)
 
 	t.rewriteVolumes(spec.Volumes)
 	for _, c := range references.AllContainers(spec) {

@@ -1,0 +1,73 @@
+package syncer
+
+import (
+	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/pkg/informers"
+	"github.com/kubeocean/kubeocean/pkg/ownership"
+	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/service"
+)
+
+// The scopes of the network side's informers. Virtual Services are read
+// cluster-wide (which namespaces are in reach changes with the pods and the
+// binding; a Service is a small object), virtual EndpointSlices only where
+// a mirror may need them (not those of Services with a selector). The
+// physical ones are the binding's own in its mount namespace.
+
+func virtualEndpointSliceScope() informers.Scope {
+	return informers.Scope{LabelSelector: service.VirtualEndpointSliceSelector}
+}
+
+func physicalOwnedScope(owner ownership.Owner, mountNamespace string) informers.Scope {
+	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector()}
+}
+
+func physicalEndpointSliceScope(owner ownership.Owner, mountNamespace string) informers.Scope {
+	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector() + "," + service.PhysicalEndpointSliceSelector}
+}
+
+// networkControllers builds the Service mirrors and the binding's DNS
+// server (docs/networking.md), and the view of them the pod controller
+// gives pods.
+func (e *syncerEnv) networkControllers() (*service.Network, []app.Runnable, error) {
+	owner, mount := ownership.Of(e.binding), e.binding.Spec.MountNamespace
+	v, ph := e.virtualInformers, e.physicalInformers
+	domain, image := e.opts.ClusterDomain, e.opts.DNSImage
+	if domain == "" {
+		domain = service.DefaultClusterDomain
+	}
+	if image == "" {
+		image = DefaultDNSImage
+	}
+	physical := ph.Kube(physicalOwnedScope(owner, mount))
+	opts := service.Options{
+		BindingName: e.binding.Name, ClusterID: owner.ClusterID, BindingUID: owner.BindingUID, MountNamespace: mount,
+		PhysicalClient: e.physical.Kube, BindingStatus: e.virtual.Kubeocean.KubeoceanV1alpha1(),
+		Bindings:               v.Kubeocean(bindingScope(e.binding.Name)).Kubeocean().V1alpha1().ClusterBindings(),
+		VirtualServices:        v.Kube(informers.Scope{}).Core().V1().Services(),
+		VirtualEndpointSlices:  v.Kube(virtualEndpointSliceScope()).Discovery().V1().EndpointSlices(),
+		VirtualPods:            v.Kube(e.virtualPodScope()).Core().V1().Pods(),
+		VirtualNodes:           v.Kube(ownedScope(owner.ClusterID, "")).Core().V1().Nodes(),
+		PhysicalServices:       physical.Core().V1().Services(),
+		PhysicalEndpointSlices: ph.Kube(physicalEndpointSliceScope(owner, mount)).Discovery().V1().EndpointSlices(),
+		PhysicalDeployments:    physical.Apps().V1().Deployments(),
+		DNS:                    service.DNSOptions{Image: image, ClusterDomain: domain, KubernetesAddress: e.opts.VirtualAPIServer},
+		Recorder:               e.process.Recorder, Metrics: e.process.Metrics,
+	}
+	mirrors, err := service.New(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	dns, err := service.NewDNS(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	network, err := service.NewNetwork(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.onPhysicalAnswers = append(e.onPhysicalAnswers, mirrors.RetryFailing, dns.RetryFailing)
+	return network, []app.Runnable{
+		app.ControllerRunnable(mirrors.Controller, e.opts.Workers),
+		app.ControllerRunnable(dns.Controller, 1),
+	}, nil
+}

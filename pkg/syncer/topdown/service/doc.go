@@ -1,0 +1,16 @@
+// Package service is the top-down syncer's Service side (docs/networking.md):
+// for every virtual Service that the binding's pods may reach (those of the
+// namespaces that have pods on the binding and of the binding's
+// spec.serviceNamespaces; never default/kubernetes, which the pods reach at
+// the virtual apiserver's address) it keeps a mirror Service in the mount
+// namespace, which selects only the binding's own physical pods of that
+// namespace; for a virtual Service without a selector it writes the mirror's
+// EndpointSlices from the virtual ones, keeping only the addresses the
+// physical cluster can reach. It also runs the binding's DNS server,
+// kubeocean-dns, which answers the virtual names from the mirrors, and tells
+// the pod controller (Network) the DNS Service's address and the mirrors of
+// a namespace.
+//
+// Not part of Kubeocean's library: this package is implementation, with no
+// compatibility promise; it may change in any release. See docs/library.md.
+package service
