@@ -175,7 +175,8 @@ const (
 	// (naming the virtual Service) and
 	// endpointslice.kubernetes.io/managed-by=EndpointSliceManagedBySyncer,
 	// so that the physical cluster's EndpointSlice controllers leave them.
-	EndpointSliceManagedBySyncer = "kubeocean.io/syncer"
+	// (A label value has no "/": the name kubeocean.io/syncer cannot be.)
+	EndpointSliceManagedBySyncer = "syncer.kubeocean.io"
 	// ReasonServiceMirrorNameTaken is the reason of the warning event on a
 	// virtual Service whose mirror's name is taken in the mount namespace
 	// by a Service that is not the binding's: it is left alone, and the
