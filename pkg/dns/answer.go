@@ -111,9 +111,9 @@ func (r *resolver) serviceAnswer(ctx context.Context, svc *service, owner string
 		if len(svc.addrs) == 0 {
 			return nxdomain
 		}
-		return answer{answer: addressRecords(owner, svc.addrs, qtype)}
+		return answer{answer: svc.addressAnswer(owner, svc.addrs, qtype)}
 	default:
-		return answer{answer: addressRecords(owner, svc.clusterIPs, qtype)}
+		return answer{answer: svc.addressAnswer(owner, svc.clusterIPs, qtype)}
 	}
 }
 

@@ -61,9 +61,10 @@ func TestForwardsOutsideTheDomainAndTriesTheNextUpstream(t *testing.T) {
 	if n, err := testutil.GatherAndCount(reg, "kubeocean_dns_query_duration_seconds"); err != nil || n == 0 {
 		t.Errorf("latency histogram not exported: %d, %v", n, err)
 	}
-	if got := testutil.ToFloat64(s.metrics.queries.WithLabelValues("A", "NOERROR")); got != 2 {
-		t.Errorf("queries{type=A,rcode=NOERROR} = %v, want 2", got)
-	}
+	// Counted once the answer is written, so after the client has it.
+	waitFor(t, "queries{type=A,rcode=NOERROR} = 2", func() bool {
+		return testutil.ToFloat64(s.metrics.queries.WithLabelValues("A", "NOERROR")) == 2
+	})
 }
 
 func TestServfailWhenNoUpstreamAnswers(t *testing.T) {
@@ -74,9 +75,9 @@ func TestServfailWhenNoUpstreamAnswers(t *testing.T) {
 	if got := testutil.ToFloat64(s.metrics.forwards.WithLabelValues(forwardExhausted)); got != 1 {
 		t.Errorf("exhausted forwards = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(s.metrics.queries.WithLabelValues("A", "SERVFAIL")); got != 1 {
-		t.Errorf("queries{type=A,rcode=SERVFAIL} = %v, want 1", got)
-	}
+	waitFor(t, "queries{type=A,rcode=SERVFAIL} = 1", func() bool {
+		return testutil.ToFloat64(s.metrics.queries.WithLabelValues("A", "SERVFAIL")) == 1
+	})
 }
 
 // TestForwardedAnswersNeverNameTheClusterDomain: an upstream that is the

@@ -186,6 +186,7 @@ func (x *Index) setRecord(key virtualKey, s *service) {
 		delete(x.services, key)
 	}
 	if s != nil {
+		s.prebuild(fqdn)
 		x.services[key] = s
 		x.namespaces[key.namespace]++
 		x.records += s.recordCount()

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/miekg/dns"
 )
 
 // serviceKind is how a virtual Service answers A/AAAA queries.
@@ -52,6 +54,10 @@ type service struct {
 	// addresses by host label (headless only).
 	addrs []netip.Addr
 	hosts map[string][]netip.Addr
+	// answers are the A and AAAA records of the Service's own name in
+	// lower case, built once: most queries ask for exactly that name.
+	answers map[uint16][]dns.RR
+	owner   string
 }
 
 // buildService computes the records of a mirror with its EndpointSlices.
@@ -201,4 +207,29 @@ func (s *service) reverseNames(serviceFQDN string) map[netip.Addr]string {
 		}
 	}
 	return out
+}
+
+// prebuild builds the address answers of the Service's own name, fqdn.
+func (s *service) prebuild(fqdn string) {
+	addrs := s.clusterIPs
+	if s.kind == kindHeadless {
+		addrs = s.addrs
+	}
+	s.owner = fqdn
+	s.answers = map[uint16][]dns.RR{}
+	for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		rrs := addressRecords(fqdn, addrs, qtype)
+		// Full: whoever appends to an answer copies it rather than write
+		// into the array that every answer shares.
+		s.answers[qtype] = rrs[:len(rrs):len(rrs)]
+	}
+}
+
+// addressAnswer returns the records of addrs for owner, prebuilt when
+// owner is the name they were built for.
+func (s *service) addressAnswer(owner string, addrs []netip.Addr, qtype uint16) []dns.RR {
+	if rrs, ok := s.answers[qtype]; ok && owner == s.owner {
+		return rrs
+	}
+	return addressRecords(owner, addrs, qtype)
 }
