@@ -207,6 +207,24 @@ var (
 		// kubectl debug, which the flow does not run: test/topdown
 		// (TestKubectlDebugReachesPhysicalPod) does.
 		"patch core/pods/ephemeralcontainers in namespace " + stack.MountNamespace,
+		// Service mirrors and the DNS server (docs/networking.md): the flow
+		// has no virtual Service to mirror and changes no DNS object, so
+		// nothing is updated, no EndpointSlice is written, and the cached
+		// kinds are read live only when a create finds the name taken;
+		// test/topdown (TestServiceMirrors) and the service package's
+		// tests cover those paths.
+		"get core/services in namespace " + stack.MountNamespace,
+		"update core/services in namespace " + stack.MountNamespace,
+		"get discovery.k8s.io/endpointslices in namespace " + stack.MountNamespace,
+		"create discovery.k8s.io/endpointslices in namespace " + stack.MountNamespace,
+		"update discovery.k8s.io/endpointslices in namespace " + stack.MountNamespace,
+		"delete discovery.k8s.io/endpointslices in namespace " + stack.MountNamespace,
+		"get apps/deployments in namespace " + stack.MountNamespace,
+		"update apps/deployments in namespace " + stack.MountNamespace,
+		"update policy/poddisruptionbudgets in namespace " + stack.MountNamespace,
+		"update core/serviceaccounts in namespace " + stack.MountNamespace,
+		"update rbac.authorization.k8s.io/roles in namespace " + stack.MountNamespace,
+		"update rbac.authorization.k8s.io/rolebindings in namespace " + stack.MountNamespace,
 	}
 )
 
