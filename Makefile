@@ -79,11 +79,14 @@ IMAGE_ARCH ?= amd64
 IMAGE_CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 ## images: static linux binaries and their OCI image archives in bin/images/, without Docker
 images:
-	@for b in kubeocean-manager kubeocean-syncer; do \
+	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
+	    -o $(BIN)/linux_$(IMAGE_ARCH)/kubeocean-dns ./cmd/kubeocean-dns || exit 1; \
+	for b in kubeocean-manager kubeocean-syncer; do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
 	    -o $(BIN)/linux_$(IMAGE_ARCH)/$$b ./cmd/$$b && \
 	  $(GO) run ./hack/image --binary=$(BIN)/linux_$(IMAGE_ARCH)/$$b --tag=$(IMAGE_REGISTRY)/$$b:$(IMAGE_TAG) \
-	    --platform=linux/$(IMAGE_ARCH) $(if $(wildcard $(IMAGE_CA_CERTS)),--ca-certs=$(IMAGE_CA_CERTS)) --output=$(BIN)/images/$$b.tar || exit 1; \
+	    --platform=linux/$(IMAGE_ARCH) $(if $(wildcard $(IMAGE_CA_CERTS)),--ca-certs=$(IMAGE_CA_CERTS)) \
+	    $$([ $$b = kubeocean-syncer ] && echo --extra-binary=$(BIN)/linux_$(IMAGE_ARCH)/kubeocean-dns) --output=$(BIN)/images/$$b.tar || exit 1; \
 	done
 
 clean:

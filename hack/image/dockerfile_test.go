@@ -125,9 +125,16 @@ func checkFinalStage(t *testing.T, final dockerStage, want v1.Config) {
 	if wd := final.last(t, "WORKDIR"); wd != want.WorkingDir {
 		t.Errorf("WORKDIR %q, want %q", wd, want.WorkingDir)
 	}
+	// The entrypoint first; companions (kubeocean-dns) under /usr/local/bin,
+	// where the builder's --extra-binary puts them.
 	copies := final.all("COPY")
-	if len(copies) != 1 || !strings.HasPrefix(copies[0], "--from=build ") || !strings.HasSuffix(copies[0], " "+want.Entrypoint[0]) {
-		t.Errorf("COPY %q, want one --from=build ... %s", copies, want.Entrypoint[0])
+	if len(copies) == 0 || !strings.HasPrefix(copies[0], "--from=build ") || !strings.HasSuffix(copies[0], " "+want.Entrypoint[0]) {
+		t.Errorf("COPY %q, want --from=build ... %s first", copies, want.Entrypoint[0])
+	}
+	for _, extra := range copies[min(1, len(copies)):] {
+		if !strings.HasPrefix(extra, "--from=build ") || !strings.Contains(extra, " /usr/local/bin/") {
+			t.Errorf("COPY %q, want --from=build ... /usr/local/bin/<name>", extra)
+		}
 	}
 	labels := strings.Join(final.all("LABEL"), " ")
 	for k, v := range want.Labels {

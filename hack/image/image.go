@@ -28,8 +28,10 @@ type result struct {
 }
 
 func build(opts *options) (*result, error) {
-	if err := checkStaticELF(opts.binary, opts.platform); err != nil {
-		return nil, err
+	for _, b := range append([]string{opts.binary}, opts.extras...) {
+		if err := checkStaticELF(b, opts.platform); err != nil {
+			return nil, err
+		}
 	}
 	img, err := assemble(opts)
 	if err != nil {
@@ -66,7 +68,18 @@ func assemble(opts *options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("base layer: %w", err)
 	}
-	app, err := newLayer([]fileEntry{{path: opts.name, mode: 0o755, body: bin}}, opts.created)
+	entries := []fileEntry{{path: opts.name, mode: 0o755, body: bin}}
+	if len(opts.extras) > 0 {
+		entries = append(entries, fileEntry{path: "usr/", mode: 0o755}, fileEntry{path: "usr/local/", mode: 0o755}, fileEntry{path: "usr/local/bin/", mode: 0o755})
+	}
+	for _, extra := range opts.extras {
+		body, err := os.ReadFile(extra)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, fileEntry{path: "usr/local/bin/" + filepath.Base(extra), mode: 0o755, body: body})
+	}
+	app, err := newLayer(entries, opts.created)
 	if err != nil {
 		return nil, fmt.Errorf("binary layer: %w", err)
 	}

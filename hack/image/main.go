@@ -44,6 +44,10 @@ type options struct {
 	source   string
 	caCerts  string
 	created  time.Time
+	// extras are more static binaries, at /usr/local/bin/<base name>:
+	// companions that the main binary's Deployments run by name
+	// (kubeocean-dns in the syncer's image).
+	extras []string
 }
 
 func main() {
@@ -75,6 +79,11 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	output := fs.String("output", "", "path of the OCI archive to write (default: bin/images/<name>.tar)")
 	platform := fs.String("platform", "linux/amd64", "os/arch[/variant] the binary was built for")
 	source := fs.String("source", defaultSource, "org.opencontainers.image.source label")
+	var extras []string
+	fs.Func("extra-binary", "another static Linux binary to place at /usr/local/bin/<base name> (repeatable)", func(v string) error {
+		extras = append(extras, v)
+		return nil
+	})
 	caCerts := fs.String("ca-certs", "", "PEM bundle to install as /etc/ssl/certs/ca-certificates.crt (default: none)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -85,7 +94,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	if *binary == "" || *tag == "" {
 		return nil, errors.New("--binary and --tag are required")
 	}
-	opts := &options{binary: *binary, name: *imgName, output: *output, source: *source, caCerts: *caCerts}
+	opts := &options{binary: *binary, name: *imgName, output: *output, source: *source, caCerts: *caCerts, extras: extras}
 	if opts.name == "" {
 		opts.name = filepath.Base(opts.binary)
 	}
