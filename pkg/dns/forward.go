@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +21,13 @@ type forwarder struct {
 	domain    string
 	metrics   *Metrics
 	preferred atomic.Int32
+	// idle holds open UDP sockets per upstream: a socket per query would
+	// cost more system calls than the query itself.
+	idle sync.Map // upstream → chan *dns.Conn
 }
+
+// idleSockets is how many open sockets per upstream wait for a query.
+const idleSockets = 64
 
 // exchange asks the upstreams for req and returns their answer with req's
 // ID, or an error when none answered. An answer that names the cluster
@@ -66,14 +73,42 @@ func (f *forwarder) exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error
 func (f *forwarder) exchangeWith(ctx context.Context, upstream string, query *dns.Msg) (*dns.Msg, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	udp := &dns.Client{Net: "udp", Timeout: f.timeout, UDPSize: dns.DefaultMsgSize}
-	resp, _, err := udp.ExchangeContext(ctx, query, upstream)
+	resp, err := f.exchangeUDP(ctx, upstream, query)
 	if err == nil && resp.Truncated {
 		tcp := &dns.Client{Net: "tcp", Timeout: f.timeout}
 		resp, _, err = tcp.ExchangeContext(ctx, query, upstream)
 	}
 	if err != nil {
 		return nil, err
+	}
+	return resp, nil
+}
+
+// exchangeUDP asks upstream over an idle socket, or a new one; a socket
+// that failed is closed rather than kept, and answers to earlier queries
+// that arrive late on a kept one are skipped by their ID.
+func (f *forwarder) exchangeUDP(ctx context.Context, upstream string, query *dns.Msg) (*dns.Msg, error) {
+	pool, _ := f.idle.LoadOrStore(upstream, make(chan *dns.Conn, idleSockets))
+	idle := pool.(chan *dns.Conn)
+	udp := &dns.Client{Net: "udp", Timeout: f.timeout, UDPSize: dns.DefaultMsgSize}
+	var conn *dns.Conn
+	select {
+	case conn = <-idle:
+	default:
+		var err error
+		if conn, err = udp.DialContext(ctx, upstream); err != nil {
+			return nil, err
+		}
+	}
+	resp, _, err := udp.ExchangeWithConnContext(ctx, query, conn)
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	select {
+	case idle <- conn:
+	default:
+		_ = conn.Close()
 	}
 	return resp, nil
 }
