@@ -108,7 +108,7 @@ bench-churn: build testbin
 bench-scale: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/scale --manager=$(BIN)/kubeocean-manager $(BENCH_ARGS)
 
-## bench-dns: kubeocean-dns queries per second and p50/p99 (ClusterIP, 100-endpoint headless, NXDOMAIN, forwarded) beside a static-map floor, and its heap per 1,000 Services; prints a table
+## bench-dns: kubeocean-dns queries per second and p50/p99 (ClusterIP, 100-endpoint headless, NXDOMAIN, forwarded) beside a static-map floor and CoreDNS (built once; BENCH_ARGS=--coredns= skips it), and its heap per 1,000 Services; prints a table
 bench-dns:
 	$(GO) run ./test/bench/dns $(BENCH_ARGS)
 

@@ -1,13 +1,15 @@
 // Command dns measures kubeocean-dns and prints its figures beside a floor
-// measured in the same run (design.md §5): queries per second and p50/p99
-// latency of UDP clients asking, one name at a time, for a ClusterIP name,
-// a headless name with 100 endpoints, an NXDOMAIN and a forwarded name;
-// the floor is a minimal miekg/dns server answering the same messages from
-// a static map. It also prints the heap that the server's caches and index
-// take per 1,000 mirror Services. The server runs in this process on a fake
-// clientset (the figures are of answering, not of the apiserver); the load
-// generator shares the machine's cores with it, as it does with the floor.
-// Run it with `make bench-dns`.
+// and CoreDNS, measured in the same run (design.md §5): queries per second
+// and p50/p99 latency of UDP clients asking, one name at a time, for a
+// ClusterIP name, a headless name with 100 endpoints, an NXDOMAIN and a
+// forwarded name. The floor is a minimal miekg/dns server answering the
+// same messages from a static map; CoreDNS (built from its module, see
+// --coredns) serves the same names with its kubernetes plugin from a real
+// apiserver. It also prints the heap that kubeocean-dns's caches and index
+// take per 1,000 mirror Services. kubeocean-dns runs in this process on a
+// fake clientset (the figures are of answering, not of the apiserver); the
+// load generator shares the machine's cores with every server. Run it with
+// `make bench-dns`.
 package main
 
 import (
@@ -34,6 +36,7 @@ type config struct {
 	clients  int
 	duration time.Duration
 	services int
+	coredns  string
 }
 
 // name is one query of the benchmark and what a good answer holds.
@@ -57,6 +60,7 @@ func main() {
 	flag.IntVar(&cfg.clients, "clients", 8, "concurrent UDP clients, each with one query in flight")
 	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "load time per name and server")
 	flag.IntVar(&cfg.services, "services", 1000, "mirror Services for the memory figure")
+	flag.StringVar(&cfg.coredns, "coredns", "build", "CoreDNS binary to measure beside them, serving the same names with its kubernetes plugin from a real apiserver (hack/testbin.sh's): a path, \"build\" (built from its module once and cached), or empty (not measured)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -91,21 +95,59 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 
-	fmt.Printf("kubeocean-dns beside a static-map floor: %d UDP clients, %v per name, GOMAXPROCS %d\n\n", cfg.clients, cfg.duration, runtime.GOMAXPROCS(0))
-	fmt.Printf("%-24s %-44s %-44s %s\n", "name", "kubeocean-dns", "floor (static map)", "rate / floor")
-	for _, n := range names {
-		got, err := load(ctx, server, n.qname, n.qtype, n.rcode, n.answers, cfg.clients, cfg.duration)
+	servers := []string{server, floor}
+	header := []string{"kubeocean-dns", "floor (static map)"}
+	if cfg.coredns == "build" {
+		if cfg.coredns, err = buildCoreDNS(ctx); err != nil {
+			return err
+		}
+	}
+	if cfg.coredns != "" {
+		coredns, stopCoreDNS, err := startCoreDNS(ctx, cfg.coredns, upstream)
 		if err != nil {
 			return err
 		}
-		base, err := load(ctx, floor, n.qname, n.qtype, n.rcode, n.answers, cfg.clients, cfg.duration)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("%-24s %-44s %-44s %.2f%s\n", n.label, got, base, got.qps/base.qps, errorNote(got.errors+base.errors))
+		defer stopCoreDNS()
+		servers, header = append(servers, coredns), append(header, "CoreDNS")
+	}
+	if err := table(ctx, cfg, servers, header); err != nil {
+		return err
 	}
 	fmt.Printf("\nheap of the caches and index per 1,000 mirror Services (ClusterIP, one 2-endpoint slice each): %.2f MiB\n", perThousand/(1<<20))
-	fmt.Println("CoreDNS: not compared in this run (see docs/dns.md).")
+	if cfg.coredns == "" {
+		fmt.Println("CoreDNS: not measured (--coredns=\"\").")
+	}
+	return nil
+}
+
+// table loads each server with each name in turn and prints the figures,
+// with each server's rate as a fraction of the floor's (servers[1]).
+func table(ctx context.Context, cfg config, servers, header []string) error {
+	fmt.Printf("%d UDP clients, %v per name and server, GOMAXPROCS %d\n\n", cfg.clients, cfg.duration, runtime.GOMAXPROCS(0))
+	fmt.Printf("%-24s", "name")
+	for _, h := range header {
+		fmt.Printf(" %-42s", h)
+	}
+	fmt.Printf(" rate / floor\n")
+	for _, n := range names {
+		fmt.Printf("%-24s", n.label)
+		rates := make([]float64, len(servers))
+		for i, addr := range servers {
+			got, err := load(ctx, addr, n.qname, n.qtype, n.rcode, n.answers, cfg.clients, cfg.duration)
+			if err != nil {
+				return fmt.Errorf("%s: %w", header[i], err)
+			}
+			fmt.Printf(" %-42s", got.String()+errorNote(got.errors))
+			rates[i] = got.qps
+		}
+		var ratios []string
+		for i, r := range rates {
+			if i != 1 {
+				ratios = append(ratios, fmt.Sprintf("%.2f", r/rates[1]))
+			}
+		}
+		fmt.Printf(" %s\n", strings.Join(ratios, " / "))
+	}
 	return nil
 }
 
@@ -113,7 +155,7 @@ func errorNote(n int) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("  (%d wrong or lost answers)", n)
+	return fmt.Sprintf(" (%d bad)", n)
 }
 
 // startServer runs kubeocean-dns on kube until stop, once synced.
