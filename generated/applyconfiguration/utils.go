@@ -34,6 +34,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=kubeocean.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterBinding"):
 		return &kubeoceanv1alpha1.ClusterBindingApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClusterBindingNetwork"):
+		return &kubeoceanv1alpha1.ClusterBindingNetworkApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterBindingSpec"):
 		return &kubeoceanv1alpha1.ClusterBindingSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterBindingStatus"):

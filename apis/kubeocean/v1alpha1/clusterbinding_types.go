@@ -21,6 +21,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the binding is or is not Ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: the syncer puts the binding's name in label values"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.network) || !has(self.spec.network.joinedWith) || !(self.metadata.name in self.spec.network.joinedWith)",message="spec.network.joinedWith must not name the binding itself"
 type ClusterBinding struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -79,6 +80,35 @@ type ClusterBindingSpec struct {
 	// taint that otherwise keeps ordinary pods off virtual nodes.
 	// +optional
 	DisableNodeDefaultTaint bool `json:"disableNodeDefaultTaint,omitempty"`
+
+	// Network declares which other pod networks the binding's pods reach
+	// directly (docs/networking.md, "Several clusters"). Without it the
+	// binding's network is isolated: its Service mirrors hold only the
+	// endpoints its physical cluster reaches.
+	// +optional
+	Network *ClusterBindingNetwork `json:"network,omitempty"`
+}
+
+// ClusterBindingNetwork declares the pod networks joined (flat, routable
+// both ways without NAT) with the binding's physical cluster. Kubeocean
+// cannot check it: the administrators of the clusters make it true.
+type ClusterBindingNetwork struct {
+	// JoinedWith names other ClusterBindings whose physical clusters' pod
+	// IPs the binding's pods reach as they are. The binding's Service
+	// mirrors then hold the ready endpoints of those bindings' pods too,
+	// with their pod IPs, in an EndpointSlice the syncer writes.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(n, n != '')",message="joinedWith must not contain empty names"
+	JoinedWith []string `json:"joinedWith,omitempty"`
+	// IncludeVirtualNodes declares the pod network of the virtual
+	// cluster's own nodes (those that are not Kubeocean's virtual nodes)
+	// joined too: their pods' endpoints are held the same way.
+	// +optional
+	IncludeVirtualNodes bool `json:"includeVirtualNodes,omitempty"`
 }
 
 // SecretReference names a Secret in a given namespace.

@@ -182,6 +182,21 @@ const (
 	// by a Service that is not the binding's: it is left alone, and the
 	// virtual Service has no mirror.
 	ReasonServiceMirrorNameTaken = "MirrorNameTaken"
+	// ReasonEndpointsInOtherClusters is the reason of the warning event a
+	// binding's syncer records on a virtual Service it mirrors when some
+	// of the Service's ready endpoints run where the binding's pods cannot
+	// reach them (pods on another binding's virtual nodes or on the
+	// virtual cluster's own nodes, whose networks the binding does not
+	// declare joined in spec.network): the message says how many and
+	// where. It is recorded once each time that set changes.
+	ReasonEndpointsInOtherClusters = "EndpointsInOtherClusters"
+	// EndpointSliceJoinedSuffix ends the name of the EndpointSlices a
+	// syncer writes for a mirror of a Service with a selector, holding the
+	// ready endpoints of the pods of bindings declared joined
+	// (ClusterBinding spec.network), which the physical EndpointSlice
+	// controller cannot see: <mirror>-joined-<n>. They carry what the
+	// mirror's other syncer-written slices carry.
+	EndpointSliceJoinedSuffix = "-joined"
 
 	// DNSName names the objects of a binding's DNS server (kubeocean-dns)
 	// in its mount namespace: the Deployment, the Service whose ClusterIP

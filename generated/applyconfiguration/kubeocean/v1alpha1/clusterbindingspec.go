@@ -47,6 +47,11 @@ type ClusterBindingSpecApplyConfiguration struct {
 	// DisableNodeDefaultTaint leaves out the kubeocean.io/vnode:NoSchedule
 	// taint that otherwise keeps ordinary pods off virtual nodes.
 	DisableNodeDefaultTaint *bool `json:"disableNodeDefaultTaint,omitempty"`
+	// Network declares which other pod networks the binding's pods reach
+	// directly (docs/networking.md, "Several clusters"). Without it the
+	// binding's network is isolated: its Service mirrors hold only the
+	// endpoints its physical cluster reaches.
+	Network *ClusterBindingNetworkApplyConfiguration `json:"network,omitempty"`
 }
 
 // ClusterBindingSpecApplyConfiguration constructs a declarative configuration of the ClusterBindingSpec type for use with
@@ -102,5 +107,13 @@ func (b *ClusterBindingSpecApplyConfiguration) WithServiceNamespaces(values ...s
 // If called multiple times, the DisableNodeDefaultTaint field is set to the value of the last call.
 func (b *ClusterBindingSpecApplyConfiguration) WithDisableNodeDefaultTaint(value bool) *ClusterBindingSpecApplyConfiguration {
 	b.DisableNodeDefaultTaint = &value
+	return b
+}
+
+// WithNetwork sets the Network field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Network field is set to the value of the last call.
+func (b *ClusterBindingSpecApplyConfiguration) WithNetwork(value *ClusterBindingNetworkApplyConfiguration) *ClusterBindingSpecApplyConfiguration {
+	b.Network = value
 	return b
 }
