@@ -58,6 +58,11 @@ func TestSchemaRejectsBadClusterBindings(t *testing.T) {
 			want: []string{"spec.secretRef.name: Required value", "spec.secretRef.namespace: Required value"}},
 		{name: "empty serviceNamespaces item", mutate: func(s map[string]any) { s["serviceNamespaces"] = []any{"default", ""} },
 			want: []string{"spec.serviceNamespaces", "serviceNamespaces must not contain empty names"}},
+		{name: "empty joinedWith item", mutate: func(s map[string]any) { s["network"] = map[string]any{"joinedWith": []any{"b", ""}} },
+			want: []string{"spec.network.joinedWith", "joinedWith must not contain empty names"}},
+		// The self check is the test's index: this is the 10th case.
+		{name: "joinedWith names the binding", mutate: func(s map[string]any) { s["network"] = map[string]any{"joinedWith": []any{"b", "bad-binding-9"}} },
+			want: []string{"spec.network.joinedWith must not name the binding itself"}},
 	}
 	for _, sel := range badSelectors() {
 		tests = append(tests, struct {

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,15 +47,20 @@ type Options struct {
 	// whose spec.serviceNamespaces are in reach and whose deletion ends
 	// the mirrors.
 	Bindings kubeoceaninformers.ClusterBindingInformer
-	// VirtualServices: every virtual Service; VirtualEndpointSlices at
-	// least those of Services without a selector (the scope
-	// VirtualEndpointSliceSelector selects).
+	// VirtualServices and VirtualEndpointSlices: every one of the
+	// virtual cluster. The slices of a Service without a selector are
+	// mirrored; the EndpointSlice controller's, of a Service with one, say
+	// where its ready endpoints run (see JoinedSlices).
 	VirtualServices       corev1informers.ServiceInformer
 	VirtualEndpointSlices discoveryinformers.EndpointSliceInformer
 	// VirtualPods and VirtualNodes tell the namespaces that have pods on
 	// the binding (the syncer's pod and node informers).
 	VirtualPods  corev1informers.PodInformer
 	VirtualNodes corev1informers.NodeInformer
+	// KubeoceanNodes are the virtual nodes of every binding (scope
+	// KubeoceanNodeSelector), at least with their LabelClusterBinding:
+	// they tell on which binding, if any, an endpoint's pod runs.
+	KubeoceanNodes corev1informers.NodeInformer
 	// PhysicalServices, PhysicalEndpointSlices and PhysicalDeployments:
 	// MountNamespace, scoped to the binding's identity (and, for the
 	// slices, PhysicalEndpointSliceSelector). The VirtualNamespaceIndex is
@@ -70,10 +76,12 @@ type Options struct {
 	Metrics *controller.Metrics
 }
 
-// VirtualEndpointSliceSelector selects the virtual EndpointSlices that a
-// mirror may need: all but those the EndpointSlice controller makes for
-// Services with a selector, whose mirrors get theirs from the physical one.
-const VirtualEndpointSliceSelector = discoveryv1.LabelManagedBy + "!=endpointslice-controller.k8s.io"
+// endpointSliceController is the managed-by value of the EndpointSlice
+// controller's slices, of Services with a selector.
+const endpointSliceController = "endpointslice-controller.k8s.io"
+
+// KubeoceanNodeSelector selects the virtual nodes of every binding.
+const KubeoceanNodeSelector = kubeoceanv1alpha1.LabelManagedBy + "=" + kubeoceanv1alpha1.ManagedByKubeocean
 
 // PhysicalEndpointSliceSelector selects, beside the binding's identity,
 // the EndpointSlices the syncer writes (the physical EndpointSlice
@@ -90,12 +98,17 @@ type Controller struct {
 	mountNamespace string
 	client         kubernetes.Interface
 	recorder       record.EventRecorder
+	// reported remembers, per virtual Service, the last
+	// EndpointsInOtherClusters message recorded, so that an unchanged set
+	// is not recorded again on every sync.
+	reported reportedMessages
 
 	bindings        kubeoceanlisters.ClusterBindingLister
 	virtualServices corev1listers.ServiceLister
 	virtualSlices   discoverylisters.EndpointSliceLister
 	virtualPods     corev1listers.PodLister
 	virtualNodes    corev1listers.NodeLister
+	kubeoceanNodes  corev1listers.NodeLister
 	mirrors         corev1listers.ServiceLister
 	mirrorSlices    discoverylisters.EndpointSliceLister
 }
@@ -121,12 +134,13 @@ func New(opts Options) (*Controller, error) {
 		virtualSlices:   opts.VirtualEndpointSlices.Lister(),
 		virtualPods:     opts.VirtualPods.Lister(),
 		virtualNodes:    opts.VirtualNodes.Lister(),
+		kubeoceanNodes:  opts.KubeoceanNodes.Lister(),
 		mirrors:         opts.PhysicalServices.Lister(),
 		mirrorSlices:    opts.PhysicalEndpointSlices.Lister(),
 	}
 	c.Controller = controller.New(controller.Options[cache.ObjectName]{
 		Name: Name, Reconcile: c.sync, Metrics: opts.Metrics,
-		HasSynced: []cache.InformerSynced{opts.VirtualNodes.Informer().HasSynced},
+		HasSynced: []cache.InformerSynced{opts.VirtualNodes.Informer().HasSynced, opts.KubeoceanNodes.Informer().HasSynced},
 	})
 	return c, c.watch(opts)
 }
@@ -169,6 +183,7 @@ func (c *Controller) servicesOf(namespace string) []cache.ObjectName {
 
 func reachChanged(old, updated *kubeoceanv1alpha1.ClusterBinding) bool {
 	return !slices.Equal(old.Spec.ServiceNamespaces, updated.Spec.ServiceNamespaces) ||
+		!equality.Semantic.DeepEqual(old.Spec.Network, updated.Spec.Network) ||
 		(old.DeletionTimestamp == nil) != (updated.DeletionTimestamp == nil)
 }
 
@@ -199,7 +214,7 @@ func (o Options) validate() error {
 		errs = append(errs, errors.New("PhysicalClient and BindingStatus are required"))
 	}
 	if o.Bindings == nil || o.VirtualServices == nil || o.VirtualEndpointSlices == nil || o.VirtualPods == nil ||
-		o.VirtualNodes == nil || o.PhysicalServices == nil || o.PhysicalEndpointSlices == nil || o.PhysicalDeployments == nil {
+		o.VirtualNodes == nil || o.KubeoceanNodes == nil || o.PhysicalServices == nil || o.PhysicalEndpointSlices == nil || o.PhysicalDeployments == nil {
 		errs = append(errs, errors.New("every informer is required"))
 	}
 	if o.DNS.Image == "" || o.DNS.ClusterDomain == "" {

@@ -37,6 +37,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (controller
 	}
 	mirrored, err := c.mirrored(virtual)
 	if err != nil || !mirrored {
+		c.reported.changed(key, "")
 		return controller.Result{}, errorsJoin(err, c.removeMirror(ctx, current))
 	}
 	desired := Mirror(virtual, c.owner, c.mountNamespace)
@@ -45,10 +46,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (controller
 		return result, err
 	}
 	var slices []*discoveryv1.EndpointSlice
-	if len(virtual.Spec.Selector) == 0 && mirror.Spec.Type != corev1.ServiceTypeExternalName {
-		if slices, err = c.desiredSlices(virtual, mirror); err != nil {
+	if mirror.Spec.Type != corev1.ServiceTypeExternalName {
+		var left elsewhere
+		if slices, left, err = c.desiredSlices(virtual, mirror); err != nil {
 			return controller.Result{}, err
 		}
+		c.reportElsewhere(virtual, left)
 	}
 	return controller.Result{}, c.syncSlices(ctx, mirror, slices)
 }

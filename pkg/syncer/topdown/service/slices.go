@@ -2,6 +2,7 @@ package service
 
 import (
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -30,42 +31,81 @@ type PodTarget func(namespace, name string) (physicalName string, ok bool)
 // virtual pod's status is copied from it); one of any other pod is left
 // out. Node names and zone hints name virtual nodes and are dropped.
 func MirrorSlices(mirror *corev1.Service, virtual []*discoveryv1.EndpointSlice, owner ownership.Owner, pods PodTarget) []*discoveryv1.EndpointSlice {
+	out, _ := mirrorSlices(mirror, virtual, owner, pods, nil)
+	return out
+}
+
+// mirrorSlices is MirrorSlices that also keeps, as addresses without a
+// target, the endpoints of other pods whose node places says joined, and
+// counts the ready endpoints it leaves out. places may be nil: nothing is
+// joined, and the endpoints left out are counted as on no known node.
+func mirrorSlices(mirror *corev1.Service, virtual []*discoveryv1.EndpointSlice, owner ownership.Owner, pods PodTarget, places *Places) ([]*discoveryv1.EndpointSlice, elsewhere) {
 	out := make([]*discoveryv1.EndpointSlice, 0, len(virtual))
+	left := elsewhere{}
 	namespace := mirror.Annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace]
 	for _, v := range virtual {
-		labels := owner.Stamp(map[string]string{
-			discoveryv1.LabelServiceName: mirror.Name,
-			discoveryv1.LabelManagedBy:   kubeoceanv1alpha1.EndpointSliceManagedBySyncer,
-		})
-		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: mirror.Namespace,
-				Name:      naming.PhysicalName(namespace, v.Name),
-				Labels:    labels,
-				Annotations: map[string]string{
-					kubeoceanv1alpha1.AnnotationVirtualName:      mirror.Annotations[kubeoceanv1alpha1.AnnotationVirtualName],
-					kubeoceanv1alpha1.AnnotationVirtualNamespace: namespace,
-				},
-			},
-			AddressType: v.AddressType,
-			Ports:       slicePorts(v.Ports),
-			Endpoints:   []discoveryv1.Endpoint{},
-		}
-		if mirror.UID != "" {
-			// The physical garbage collector removes the slices with
-			// their mirror, whatever becomes of the syncer.
-			slice.OwnerReferences = []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Service", Name: mirror.Name, UID: mirror.UID,
-			}}
-		}
+		slice := mirrorSlice(mirror, owner, naming.PhysicalName(namespace, v.Name), v.AddressType, v.Ports)
 		for _, e := range v.Endpoints {
-			if e, ok := reachableEndpoint(e, namespace, mirror.Namespace, pods); ok {
-				slice.Endpoints = append(slice.Endpoints, e)
+			if kept, ok := reachableEndpoint(e, namespace, mirror.Namespace, pods); ok {
+				slice.Endpoints = append(slice.Endpoints, kept)
+				continue
+			}
+			place := placement{where: whereUnknown}
+			if places != nil {
+				place = places.of(e.NodeName)
+			}
+			switch {
+			case place.joined:
+				slice.Endpoints = append(slice.Endpoints, joinedEndpoint(e))
+			case !place.here && ready(e):
+				left.add(place.where)
 			}
 		}
 		out = append(out, slice)
 	}
-	return out
+	return out, left
+}
+
+// mirrorSlice is an empty EndpointSlice of mirror, written by the syncer.
+func mirrorSlice(mirror *corev1.Service, owner ownership.Owner, name string, addressType discoveryv1.AddressType, ports []discoveryv1.EndpointPort) *discoveryv1.EndpointSlice {
+	labels := owner.Stamp(map[string]string{
+		discoveryv1.LabelServiceName: mirror.Name,
+		discoveryv1.LabelManagedBy:   kubeoceanv1alpha1.EndpointSliceManagedBySyncer,
+	})
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: mirror.Namespace,
+			Name:      name,
+			Labels:    labels,
+			Annotations: map[string]string{
+				kubeoceanv1alpha1.AnnotationVirtualName:      mirror.Annotations[kubeoceanv1alpha1.AnnotationVirtualName],
+				kubeoceanv1alpha1.AnnotationVirtualNamespace: mirror.Annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace],
+			},
+		},
+		AddressType: addressType,
+		Ports:       slicePorts(ports),
+		Endpoints:   []discoveryv1.Endpoint{},
+	}
+	if mirror.UID != "" {
+		// The physical garbage collector removes the slices with
+		// their mirror, whatever becomes of the syncer.
+		slice.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "Service", Name: mirror.Name, UID: mirror.UID,
+		}}
+	}
+	return slice
+}
+
+// joinedEndpoint is the endpoint of a pod of a joined network: its address
+// (the virtual pod's IP, which is the pod's real one), conditions and
+// hostname, with no target (the pod is not in this physical cluster) and
+// no node or zone (they name virtual nodes).
+func joinedEndpoint(e discoveryv1.Endpoint) discoveryv1.Endpoint {
+	return discoveryv1.Endpoint{
+		Addresses:  slices.Clone(e.Addresses),
+		Conditions: *e.Conditions.DeepCopy(),
+		Hostname:   e.Hostname,
+	}
 }
 
 func reachableEndpoint(e discoveryv1.Endpoint, namespace, mountNamespace string, pods PodTarget) (discoveryv1.Endpoint, bool) {

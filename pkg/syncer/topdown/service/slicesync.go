@@ -14,15 +14,25 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/naming"
 )
 
-// desiredSlices are the mirror's EndpointSlices for a virtual Service
-// without a selector.
-func (c *Controller) desiredSlices(virtual, mirror *corev1.Service) ([]*discoveryv1.EndpointSlice, error) {
-	selector := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: virtual.Name})
-	virtualSlices, err := c.virtualSlices.EndpointSlices(virtual.Namespace).List(selector)
+// desiredSlices are the EndpointSlices the syncer writes for mirror: for a
+// virtual Service without a selector its slices, mirrored; for one with a
+// selector those of the pods of joined networks (JoinedSlices). It also
+// counts the ready endpoints the mirror leaves out.
+func (c *Controller) desiredSlices(virtual, mirror *corev1.Service) ([]*discoveryv1.EndpointSlice, elsewhere, error) {
+	virtualSlices, err := c.virtualSlicesOf(virtual)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return MirrorSlices(mirror, virtualSlices, c.owner, c.podOnBinding), nil
+	places, err := c.places()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(virtual.Spec.Selector) == 0 {
+		out, left := mirrorSlices(mirror, virtualSlices, c.owner, c.podOnBinding, places)
+		return out, left, nil
+	}
+	out, left := JoinedSlices(mirror, virtualSlices, c.owner, c.podOnBinding, places)
+	return out, left, nil
 }
 
 // podOnBinding implements PodTarget from the virtual pods the syncer
