@@ -84,9 +84,10 @@ func dnsServiceAccount(owner ownership.Owner, mountNamespace string) *corev1.Ser
 
 // dnsRole lets the DNS server read what it answers from, in the mount
 // namespace only; the syncer holds these rights itself, so it may grant
-// them without escalate.
+// them without escalate. Its informers only list and watch (test/e2e's
+// TestDNS audits it).
 func dnsRole(owner ownership.Owner, mountNamespace string) *rbacv1.Role {
-	read := []string{"get", "list", "watch"}
+	read := []string{"list", "watch"}
 	return &rbacv1.Role{
 		ObjectMeta: dnsMeta(owner, mountNamespace),
 		Rules: []rbacv1.PolicyRule{
