@@ -1,8 +1,9 @@
 // Command demo shows Kubeocean end to end on this machine: it starts a
 // virtual and a physical control plane on loopback, deploys Kubeocean from
 // the shipped manifests with kubectl, binds the physical cluster, runs a
-// sample application on virtual nodes, prints what runs where and what
-// kubectl logs and exec show of one of its pods, and keeps
+// sample application on virtual nodes, prints what runs where, what
+// kubectl logs and exec show of one of its pods and what the binding's
+// kubeocean-dns answers for the application's Service, and keeps
 // everything running until interrupted (or exits after the check with
 // --exit-after-check). It is what `make demo` runs.
 package main
@@ -28,6 +29,7 @@ import (
 
 type options struct {
 	manager        string
+	dns            string
 	exitAfterCheck bool
 	timeout        time.Duration
 }
@@ -35,6 +37,7 @@ type options struct {
 func main() {
 	var opts options
 	flag.StringVar(&opts.manager, "manager", "bin/kubeocean-manager", "Path of the kubeocean-manager binary.")
+	flag.StringVar(&opts.dns, "dns", "", "Path of the kubeocean-dns binary (default: beside --manager).")
 	flag.BoolVar(&opts.exitAfterCheck, "exit-after-check", false, "Stop and clean up once the application runs, instead of waiting for Ctrl-C (for CI).")
 	flag.DurationVar(&opts.timeout, "timeout", 5*time.Minute, "How long each waiting step may take.")
 	flag.Parse()
@@ -53,11 +56,15 @@ type demo struct {
 	kwok    *kwokkubelet.Server
 	kwokDir string
 	manager *stack.Binary
-	step    int
+	// dns is the binding's kubeocean-dns, and mirrorIP what it answers
+	// for the sample Service.
+	dns      *stack.DNS
+	mirrorIP string
+	step     int
 }
 
 // steps is the number of steps run, for the progress counter.
-const steps = 7
+const steps = 8
 
 func run(ctx context.Context, opts options) int {
 	manager, err := filepath.Abs(opts.manager)
@@ -82,6 +89,10 @@ func run(ctx context.Context, opts options) int {
 	}
 	if err := d.showKubeletAPI(ctx); err != nil {
 		d.fail(fmt.Errorf("kubectl logs and exec through the virtual cluster: %w", err))
+		return 1
+	}
+	if err := d.showDNS(ctx); err != nil {
+		d.fail(fmt.Errorf("names through kubeocean-dns: %w", err))
 		return 1
 	}
 	d.printExplore()
@@ -152,12 +163,15 @@ func (d *demo) setUp(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return d.do(ctx, "Deploy samples/app.yaml and wait until its pods run on virtual nodes and in the physical cluster", func(ctx context.Context) error {
+	if err := d.do(ctx, "Deploy samples/app.yaml (Deployment and Service web) and wait until its pods run on virtual nodes and in the physical cluster", func(ctx context.Context) error {
 		if err := s.DeployApp(ctx); err != nil {
 			return err
 		}
 		return s.WaitAppRunning(ctx)
-	})
+	}); err != nil {
+		return err
+	}
+	return d.do(ctx, "Run the binding's kubeocean-dns on loopback (arguments and ServiceAccount of its Deployment "+stack.MountNamespace+"/kubeocean-dns) until it answers "+webName, d.startDNS)
 }
 
 func (d *demo) startManager(ctx context.Context) error {
@@ -211,6 +225,9 @@ func (d *demo) fail(err error) {
 	if d.manager != nil {
 		fmt.Fprintf(os.Stderr, "\nLast lines of %s:\n%s\n", d.manager.LogPath(), d.manager.Tail(30))
 	}
+	if d.dns != nil {
+		fmt.Fprintf(os.Stderr, "\nLast lines of %s:\n%s\n", d.dns.LogPath(), d.dns.Tail(20))
+	}
 	if !errors.Is(err, context.Canceled) {
 		os.Setenv(controlplane.EnvKeepTestDir, "1")
 		fmt.Fprintf(os.Stderr, "\nLogs of every component (kept): %s and %s\n", d.stack.Virtual.Dir, d.stack.Physical.Dir)
@@ -243,9 +260,10 @@ Explore with kubectl (admin kubeconfigs):
             %[1]s --kubeconfig=%[3]s get resourceleasingpolicies,nodes
 Manager:  log %[6]s
           metrics http://%[7]s/metrics
+DNS:      kubeocean-dns of the binding answers on %[10]s (UDP and TCP), log %[11]s
 Component logs: %[8]s, %[9]s
 `, kubectl, s.Virtual.KubeconfigPath, s.Physical.KubeconfigPath, stack.AppNamespace, stack.MountNamespace,
-		d.manager.LogPath(), d.manager.MetricsAddress, s.Virtual.Dir, s.Physical.Dir)
+		d.manager.LogPath(), d.manager.MetricsAddress, s.Virtual.Dir, s.Physical.Dir, d.dns.Address, d.dns.LogPath())
 }
 
 // showKubeletAPI prints what kubectl logs and kubectl exec show of a pod of

@@ -208,11 +208,12 @@ var (
 		// (TestKubectlDebugReachesPhysicalPod) does.
 		"patch core/pods/ephemeralcontainers in namespace " + stack.MountNamespace,
 		// Service mirrors and the DNS server (docs/networking.md): the flow
-		// has no virtual Service to mirror and changes no DNS object, so
-		// nothing is updated, no EndpointSlice is written, and the cached
-		// kinds are read live only when a create finds the name taken;
-		// test/topdown (TestServiceMirrors) and the service package's
-		// tests cover those paths.
+		// mirrors the sample's one Service, which has a selector, and
+		// changes neither it nor a DNS object, so nothing is updated, no
+		// EndpointSlice is written, and the cached kinds are read live
+		// only when a create finds the name taken; test/topdown
+		// (TestServiceMirrors), TestDNS (slices of a selectorless Service)
+		// and the service package's tests cover those paths.
 		"get core/services in namespace " + stack.MountNamespace,
 		"update core/services in namespace " + stack.MountNamespace,
 		"get discovery.k8s.io/endpointslices in namespace " + stack.MountNamespace,
