@@ -108,9 +108,9 @@ bench-churn: build testbin
 bench-scale: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/scale --manager=$(BIN)/kubeocean-manager $(BENCH_ARGS)
 
-## bench-dns: kubeocean-dns queries per second and p50/p99 (ClusterIP, 100-endpoint headless, NXDOMAIN, forwarded) beside a static-map floor and CoreDNS (built once; BENCH_ARGS=--coredns= skips it), and its heap per 1,000 Services; prints a table
-bench-dns:
-	$(GO) run ./test/bench/dns $(BENCH_ARGS)
+## bench-dns: kubeocean-dns queries per second and p50/p99 (ClusterIP, 100-endpoint headless, NXDOMAIN, forwarded) beside a static-map floor and CoreDNS (built once; BENCH_ARGS=--coredns= skips it), and its heap per 1,000 Services; then DNS programming latency p50/p99 at 1,000 Services with the real syncer and kubeocean-dns, and the syncer's heap per 1,000 Services (BENCH_ARGS=--syncer= skips it); prints tables
+bench-dns: build testbin
+	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/dns --syncer=$(BIN)/kubeocean-syncer --dns=$(BIN)/kubeocean-dns $(BENCH_ARGS)
 
 ## bench-kubelet: kubelet API figures on real clusters (logs, exec, 200 follows; design.md §5); prints a table
 bench-kubelet: build testbin

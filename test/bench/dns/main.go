@@ -8,7 +8,16 @@
 // apiserver. It also prints the heap that kubeocean-dns's caches and index
 // take per 1,000 mirror Services. kubeocean-dns runs in this process on a
 // fake clientset (the figures are of answering, not of the apiserver); the
-// load generator shares the machine's cores with every server. Run it with
+// load generator shares the machine's cores with every server.
+//
+// Then, on real control planes (a virtual cluster with its
+// controller-manager, a physical apiserver), the real kubeocean-syncer
+// binary mirrors --services Services of ten namespaces and the real
+// kubeocean-dns binary answers for them on loopback: DNS programming
+// latency p50/p99 (a virtual Service created, a hand-written endpoint's
+// address changed, a Service deleted → the first answer that shows it)
+// against the target p99 < 1 s, and the syncer's heap with none and with
+// the Services, per 1,000 (--syncer="" skips this part). Run it with
 // `make bench-dns`.
 package main
 
@@ -37,6 +46,10 @@ type config struct {
 	duration time.Duration
 	services int
 	coredns  string
+	// syncer and dnsBinary are the binaries of the programming phase;
+	// changes is its samples per kind of change.
+	syncer, dnsBinary string
+	changes           int
 }
 
 // name is one query of the benchmark and what a good answer holds.
@@ -61,6 +74,9 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "load time per name and server")
 	flag.IntVar(&cfg.services, "services", 1000, "mirror Services for the memory figure")
 	flag.StringVar(&cfg.coredns, "coredns", "build", "CoreDNS binary to measure beside them, serving the same names with its kubernetes plugin from a real apiserver (hack/testbin.sh's): a path, \"build\" (built from its module once and cached), or empty (not measured)")
+	flag.StringVar(&cfg.syncer, "syncer", "bin/kubeocean-syncer", "kubeocean-syncer binary of the DNS programming phase on real control planes (empty: that phase is skipped)")
+	flag.StringVar(&cfg.dnsBinary, "dns", "bin/kubeocean-dns", "kubeocean-dns binary of the DNS programming phase")
+	flag.IntVar(&cfg.changes, "changes", 200, "samples of each kind of change in the DNS programming phase")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -117,6 +133,15 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.coredns == "" {
 		fmt.Println("CoreDNS: not measured (--coredns=\"\").")
 	}
+	if cfg.syncer == "" {
+		fmt.Println("DNS programming latency and the syncer's heap: not measured (--syncer=\"\").")
+		return nil
+	}
+	r, err := measureProgramming(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("programming phase: %w", err)
+	}
+	r.print()
 	return nil
 }
 
