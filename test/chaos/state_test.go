@@ -221,7 +221,10 @@ func copyProblems(ctx context.Context, pods []corev1.Pod) ([]string, error) {
 		have["Secret "+s.Name] = true
 	}
 	for _, c := range configMaps.Items {
-		have["ConfigMap "+c.Name] = true
+		// The binding's claim on its mount namespace is no pod's.
+		if c.Name != kubeoceanv1alpha1.MountNamespaceClaim {
+			have["ConfigMap "+c.Name] = true
+		}
 	}
 	used := map[string]string{} // kind and name -> a pod using it
 	for _, pod := range pods {
