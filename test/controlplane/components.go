@@ -303,6 +303,9 @@ func (c *Cluster) startKwok() error {
 		// Without a lease duration kwok keeps no node Lease, and the node
 		// lifecycle controller marks nodes NotReady about every 90s.
 		"--node-lease-duration-seconds=40",
+		// Pod IPs apart from the Service range (10.0.0.0/24), as on a real
+		// cluster: a pod IP never equals a ClusterIP.
+		"--cidr=10.244.0.0/16",
 	}
 	for _, stage := range c.bins.kwokStages {
 		args = append(args, "-c", stage)
