@@ -1,10 +1,13 @@
 package syncer
 
 import (
+	"context"
+
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/leanwrite"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/csinode"
+	physicalevents "github.com/kubeocean/kubeocean/pkg/syncer/bottomup/events"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/lease"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/podstatus"
@@ -110,6 +113,15 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	events, err := physicalevents.New(physicalevents.Options{
+		BindingName: e.binding.Name, ClusterID: clusterID, BindingUID: e.binding.UID, MountNamespace: e.binding.Spec.MountNamespace,
+		Component: Component, PhysicalClient: e.physical.ListWatchKube.CoreV1(), VirtualClient: e.virtual.Kube.CoreV1(),
+		PhysicalPods: e.physicalPods(), VirtualPods: virtualPods, VirtualNodes: virtualNodes,
+		Limits: e.opts.Events, Registry: p.Registry, Metrics: p.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
 	workers := e.opts.Workers
 	return []app.Runnable{
 		hostPorts,
@@ -121,5 +133,8 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 		// creations.
 		app.ControllerRunnable(pods.Controller, e.opts.PodWorkers),
 		app.ControllerRunnable(unbinding.Controller, 1),
+		// Its own Run: it starts its event informers once the pod and node
+		// caches their filters read are filled.
+		{Name: physicalevents.Name, Run: func(ctx context.Context) error { return events.Run(ctx, workers) }},
 	}, nil
 }

@@ -3,9 +3,11 @@ package syncer
 import (
 	"errors"
 
+	"github.com/spf13/pflag"
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
+	physicalevents "github.com/kubeocean/kubeocean/pkg/syncer/bottomup/events"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/service"
 )
@@ -61,10 +63,28 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	}
 	fs.StringVar(&o.DNSImage, "dns-image", o.DNSImage,
 		"Image of the binding's DNS server, kubeocean-dns, which the syncer runs as a Deployment in the mount namespace (the syncer's image ships it).")
+	o.addEventFlags(fs)
 	physical := fss.FlagSet(SectionPhysical)
 	app.PositiveFloat32Var(physical, &o.PhysicalQPS, "physical-kube-api-qps", "Queries per second to the physical cluster's API server.")
 	app.IntVar(physical, &o.PhysicalBurst, "physical-kube-api-burst", 1, "Burst of queries to the physical cluster's API server.")
 	o.Kubelet.AddFlags(fss.FlagSet(SectionKubelet))
+}
+
+// addEventFlags registers the token buckets of the events recorded from
+// the physical cluster (docs/events.md).
+func (o *Options) addEventFlags(fs *pflag.FlagSet) {
+	if o.Events == (physicalevents.Limits{}) {
+		o.Events = physicalevents.Limits{
+			ObjectQPS: physicalevents.DefaultObjectQPS, ObjectBurst: physicalevents.DefaultObjectBurst,
+			BindingQPS: physicalevents.DefaultBindingQPS, BindingBurst: physicalevents.DefaultBindingBurst,
+		}
+	}
+	fs.Float64Var(&o.Events.ObjectQPS, "event-qps-per-object", o.Events.ObjectQPS,
+		"Virtual event writes per second about one virtual pod or node, for the events recorded from the physical cluster; a new event beyond it is dropped (kubeocean_syncer_events_dropped_total), more of an event already recorded is added to its count at the next token.")
+	fs.IntVar(&o.Events.ObjectBurst, "event-burst-per-object", o.Events.ObjectBurst, "Burst of --event-qps-per-object.")
+	fs.Float64Var(&o.Events.BindingQPS, "event-qps", o.Events.BindingQPS,
+		"Virtual event writes per second of the binding, for the events recorded from the physical cluster, whatever the number of its pods and nodes.")
+	fs.IntVar(&o.Events.BindingBurst, "event-burst", o.Events.BindingBurst, "Burst of --event-qps.")
 }
 
 // Validate checks what single flags cannot: that the binding is named and
@@ -76,6 +96,9 @@ func (o *Options) Validate() error {
 	}
 	if o.OutageRenewalLimit < 0 {
 		errs = append(errs, errors.New("--outage-lease-renewal-limit must not be negative"))
+	}
+	if o.Events.ObjectQPS < 0 || o.Events.ObjectBurst < 0 || o.Events.BindingQPS < 0 || o.Events.BindingBurst < 0 {
+		errs = append(errs, errors.New("--event-qps-per-object, --event-burst-per-object, --event-qps and --event-burst must not be negative"))
 	}
 	if o.NodeStatusUpdateInterval < 0 {
 		errs = append(errs, errors.New("--node-status-update-interval must not be negative"))

@@ -27,6 +27,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 	"github.com/kubeocean/kubeocean/pkg/serving"
+	physicalevents "github.com/kubeocean/kubeocean/pkg/syncer/bottomup/events"
 	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
 	"github.com/kubeocean/kubeocean/pkg/validation"
 )
@@ -86,6 +87,9 @@ type Options struct {
 	// DNSImage is the image of the binding's DNS server (kubeocean-dns,
 	// shipped in the syncer's image); "" is DefaultDNSImage.
 	DNSImage string
+	// Events bound the virtual writes of the events recorded from the
+	// physical cluster; zero fields are the package's defaults.
+	Events physicalevents.Limits
 }
 
 // DefaultDNSImage is the syncer image of manifests/deploy, which ships

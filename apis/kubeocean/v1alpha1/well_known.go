@@ -228,3 +228,24 @@ func SyncedByLabel(clusterID string) string { return LabelSyncedByPrefix + clust
 
 // Finalizer is the finalizer the syncer of clusterID puts on virtual dependents.
 func Finalizer(clusterID string) string { return FinalizerPrefix + clusterID }
+
+// Events of the physical cluster recorded on virtual pods and nodes
+// (docs/events.md).
+const (
+	// EventComponentPrefix + the physical reporting component (kubelet,
+	// default-scheduler, …) is the source component and reporting
+	// controller of an event the syncer recorded on a virtual pod or node
+	// from one in the physical cluster, so `kubectl describe` says that it
+	// came through Kubeocean and from whom.
+	EventComponentPrefix = "kubeocean-syncer/"
+	// MetricEventsDropped counts the occurrences of physical events that
+	// were not recorded on their virtual object, by binding and reason
+	// (EventDropObjectRateLimit, EventDropBindingRateLimit).
+	MetricEventsDropped = "kubeocean_syncer_events_dropped_total"
+	// EventDropObjectRateLimit: a new virtual event found the per-object
+	// token bucket (--event-qps-per-object) empty.
+	EventDropObjectRateLimit = "object-rate-limit"
+	// EventDropBindingRateLimit: a new virtual event found the binding's
+	// token bucket (--event-qps) empty.
+	EventDropBindingRateLimit = "binding-rate-limit"
+)

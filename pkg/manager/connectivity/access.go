@@ -74,6 +74,10 @@ var SyncerAccess = []Access{
 	// quotas, whose changes retry the pods they refused.
 	{Resource: "namespaces", Scope: TheMountNamespace, Verbs: cachedVerbs},
 	{Resource: "resourcequotas", Scope: MountNamespace, Verbs: cachedVerbs},
+	// Events of the binding's pods and lent nodes, recorded on their
+	// virtual twins (docs/events.md); nodes' events live in default.
+	{Resource: "events", Scope: MountNamespace, Verbs: cachedVerbs},
+	{Resource: "events", Namespace: "default", Verbs: cachedVerbs},
 	// The physical StorageClasses, each offered in the virtual cluster as
 	// a class whose claims the syncer provisions here.
 	{Group: "storage.k8s.io", Resource: "storageclasses", Verbs: cachedVerbs},
@@ -192,6 +196,9 @@ func (a Access) describe() string {
 	default:
 		if a.Name != "" {
 			name += " named " + a.Name
+		}
+		if a.Namespace != "" {
+			name += " in namespace " + a.Namespace
 		}
 	}
 	return name
