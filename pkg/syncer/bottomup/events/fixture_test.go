@@ -164,6 +164,17 @@ func (f *fixture) writes() []clienttesting.Action {
 	return out
 }
 
+// patches are the virtual event patches made so far.
+func (f *fixture) patches() []clienttesting.Action {
+	var out []clienttesting.Action
+	for _, a := range f.writes() {
+		if a.GetVerb() == "patch" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // virtualEvents lists the events in the virtual namespace.
 func (f *fixture) virtualEvents(t *testing.T, namespace string) []corev1.Event {
 	t.Helper()

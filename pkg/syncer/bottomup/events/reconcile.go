@@ -123,25 +123,29 @@ func (c *Controller) virtualNodeOf(physical string) *corev1.Node {
 }
 
 // record writes desired unless the virtual event already counts as much:
-// a create when there is none, else a patch of its count and last time,
-// each under the token buckets. A new virtual event that finds a bucket
-// empty is dropped (and counted); the next occurrence tries again. A
-// count update waits for a token instead, and by then carries every
-// occurrence that came meanwhile, so a pod failing thousands of times a
-// second costs one write per token.
+// a create when none is known, else a patch of its count and last time,
+// each under the token buckets. A virtual event not known yet is created
+// (one request when it is new, the common case); one that exists, made by
+// an earlier run of the syncer, is then read once, and patched only if the
+// physical events count more. Without a token, a count update waits, and
+// by then carries every occurrence that came meanwhile, so a pod failing
+// thousands of times a second costs one write per token; an event not
+// known yet is dropped (and counted), and tried again with its next
+// occurrence, so a storm of distinct messages costs no request beyond the
+// tokens either.
 func (c *Controller) record(ctx context.Context, desired *corev1.Event) (controller.Result, error) {
 	logger := klog.FromContext(ctx).WithValues("event", klog.KObj(desired), "involvedObject", desired.InvolvedObject.Name)
-	current, err := c.currentCount(ctx, desired)
-	if err != nil || desired.Count <= current {
-		return controller.Result{}, err
+	cacheKey := desired.Namespace + "/" + desired.Name
+	current, known := c.remembered(cacheKey)
+	if known && desired.Count <= current {
+		return controller.Result{}, nil
 	}
-	if current == 0 && desired.LastTimestamp.Time.Before(c.staleBefore) {
+	if !known && desired.LastTimestamp.Time.Before(c.staleBefore) {
 		logger.V(4).Info("Not recording physical events that all happened before the syncer started", "count", desired.Count)
 		return controller.Result{}, nil
 	}
-	now := c.clock.Now()
-	if wait, reason := c.limiter.take(objectKey(desired.InvolvedObject), now); wait > 0 {
-		if current > 0 {
+	if wait, reason := c.limiter.take(objectKey(desired.InvolvedObject), c.clock.Now()); wait > 0 {
+		if known && current > 0 {
 			return controller.Result{RequeueAfter: wait}, nil
 		}
 		c.countDropped(desired, reason)
@@ -149,17 +153,21 @@ func (c *Controller) record(ctx context.Context, desired *corev1.Event) (control
 		return controller.Result{}, nil
 	}
 	events := c.virtualClient.Events(desired.Namespace)
-	cacheKey := desired.Namespace + "/" + desired.Name
+	var err error
 	if current == 0 {
 		_, err = events.Create(ctx, desired, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// Made by an earlier run: read what it counts.
+			return controller.Result{RequeueAfter: retryWrite}, c.readCount(ctx, desired)
+		}
 	} else {
 		patch, _ := json.Marshal(map[string]any{"count": desired.Count, "lastTimestamp": desired.LastTimestamp})
 		_, err = events.Patch(ctx, desired.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	}
-	if apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) {
-		// Written by an earlier run, or expired: read it again.
-		c.written.Remove(cacheKey)
-		return controller.Result{RequeueAfter: retryWrite}, nil
+		if apierrors.IsNotFound(err) {
+			// Expired in the virtual cluster: made anew.
+			c.written.Add(cacheKey, int32(0))
+			return controller.Result{RequeueAfter: retryWrite}, nil
+		}
 	}
 	if err != nil {
 		return controller.Result{}, fmt.Errorf("recording event %s: %w", cacheKey, err)
@@ -169,24 +177,25 @@ func (c *Controller) record(ctx context.Context, desired *corev1.Event) (control
 	return controller.Result{}, nil
 }
 
-// currentCount is the count of the virtual event as last written, or as
-// read when it is not remembered; 0 when there is none.
-func (c *Controller) currentCount(ctx context.Context, desired *corev1.Event) (int32, error) {
-	cacheKey := desired.Namespace + "/" + desired.Name
+// remembered is the count of the virtual event as last written or read.
+func (c *Controller) remembered(cacheKey string) (int32, bool) {
 	if known, ok := c.written.Get(cacheKey); ok {
-		return known.(int32), nil
+		return known.(int32), true
 	}
+	return 0, false
+}
+
+// readCount reads the count of a virtual event an earlier run made.
+func (c *Controller) readCount(ctx context.Context, desired *corev1.Event) error {
 	got, err := c.virtualClient.Events(desired.Namespace).Get(ctx, desired.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		c.written.Add(cacheKey, int32(0))
-		return 0, nil
-	case err != nil:
-		return 0, err
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
-	count := max(got.Count, 1)
-	c.written.Add(cacheKey, count)
-	return count, nil
+	if err != nil {
+		return err
+	}
+	c.written.Add(desired.Namespace+"/"+desired.Name, max(got.Count, 1))
+	return nil
 }
 
 // countDropped counts the occurrences of desired not counted as dropped
