@@ -28,6 +28,7 @@ var fakeKinds = map[schema.GroupVersionKind]meta.RESTScope{
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}:                         meta.RESTScopeRoot,
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}:                  meta.RESTScopeRoot,
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}:                         meta.RESTScopeNamespace,
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}:                                meta.RESTScopeNamespace,
 	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Kind: "PriorityLevelConfiguration"}:       meta.RESTScopeRoot,
 	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Kind: "FlowSchema"}:                       meta.RESTScopeRoot,
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}:        meta.RESTScopeRoot,
