@@ -148,6 +148,13 @@ func (s *nodeServer) serveStats(w http.ResponseWriter, r *http.Request, path str
 		// missing rather than report a failing physical cluster.
 		return &requestError{Code: http.StatusServiceUnavailable, Message: NodeStatsNotGranted}
 	}
+	if apierrors.IsNotFound(err) {
+		// The physical kubelet has no such endpoint (kwok without its
+		// metrics configured, a kubelet that turned it off): nothing
+		// Kubeocean or the user can retry, so not a failing gateway.
+		return &requestError{Code: http.StatusNotFound, Message: fmt.Sprintf(
+			"physical node %s does not serve %s: its kubelet answered 404 Not Found", physicalNode, path)}
+	}
 	if err != nil {
 		klog.FromContext(r.Context()).Error(err, "Physical cluster call failed", "operation", "stats", "path", path,
 			"physicalNode", physicalNode, "node", s.node)

@@ -20,7 +20,8 @@ import (
 
 // Without get nodes/proxy in the physical cluster (the default: it is the
 // physical administrator's opt-in), node stats answer 503 and name the
-// missing grant; another failure of the physical call stays a 502.
+// missing grant; a physical kubelet that serves no stats answers 404, and
+// says so; another failure of the physical call stays a 502.
 func TestNodeStatsWithoutTheGrant(t *testing.T) {
 	for _, tc := range []struct {
 		physicalCode int
@@ -28,6 +29,8 @@ func TestNodeStatsWithoutTheGrant(t *testing.T) {
 	}{
 		{http.StatusForbidden, http.StatusServiceUnavailable},
 		{http.StatusInternalServerError, http.StatusBadGateway},
+		// The physical kubelet serves no stats (kwok without metrics).
+		{http.StatusNotFound, http.StatusNotFound},
 	} {
 		physicalAPI := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
@@ -51,6 +54,9 @@ func TestNodeStatsWithoutTheGrant(t *testing.T) {
 		}
 		if tc.want == http.StatusServiceUnavailable && re.Message != NodeStatsNotGranted {
 			t.Errorf("physical %d: message %q", tc.physicalCode, re.Message)
+		}
+		if tc.want == http.StatusNotFound && !strings.Contains(re.Message, "physical node node-a does not serve stats/summary") {
+			t.Errorf("physical %d: message %q does not say what the physical node lacks", tc.physicalCode, re.Message)
 		}
 	}
 }
