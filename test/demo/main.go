@@ -25,6 +25,7 @@ import (
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
 	"github.com/kubeocean/kubeocean/test/stack"
+	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
 type options struct {
@@ -91,6 +92,10 @@ func run(ctx context.Context, opts options) int {
 		d.fail(fmt.Errorf("kubectl logs and exec through the virtual cluster: %w", err))
 		return 1
 	}
+	if err := d.showNodeUsage(ctx); err != nil {
+		d.fail(fmt.Errorf("node usage through the virtual cluster: %w", err))
+		return 1
+	}
 	if err := d.showDNS(ctx); err != nil {
 		d.fail(fmt.Errorf("names through kubeocean-dns: %w", err))
 		return 1
@@ -117,7 +122,7 @@ func (d *demo) setUp(ctx context.Context) error {
 		if d.kwokDir, err = os.MkdirTemp("", "kubeocean-demo-kwok-"); err != nil {
 			return err
 		}
-		if d.kwok, err = kwokkubelet.New(d.kwokDir, ""); err != nil {
+		if d.kwok, err = kwokkubelet.New(d.kwokDir, metricsNode); err != nil {
 			return err
 		}
 		d.stack, err = stack.Start(ctx, stack.Options{KwokArgs: d.kwok.Args})
@@ -129,8 +134,13 @@ func (d *demo) setUp(ctx context.Context) error {
 	if err := d.do(ctx, "kubectl apply the CRDs (manifests/crds) to both clusters", s.InstallCRDs); err != nil {
 		return err
 	}
-	if err := d.do(ctx, "kubectl apply the RBAC: manifests/rbac/in-process (virtual), manifests/rbac/physical (physical); and the admission policy: manifests/admission (virtual)", func(ctx context.Context) error {
+	if err := d.do(ctx, "kubectl apply the RBAC: manifests/rbac/in-process (virtual), manifests/rbac/physical and the node stats opt-in manifests/rbac/physical-node-stats (physical); and the admission policy: manifests/admission (virtual)", func(ctx context.Context) error {
 		if err := s.InstallRBAC(ctx, "in-process"); err != nil {
+			return err
+		}
+		// Node stats (kubectl top, the virtual nodes' resource metrics)
+		// are the physical administrator's opt-in; the demo opts in.
+		if _, err := s.Physical.Kubectl(ctx, "apply", "-k", testenv.RepoPath("manifests/rbac/physical-node-stats")); err != nil {
 			return err
 		}
 		return s.InstallAdmission(ctx)

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kubeocean/kubeocean/pkg/naming"
+	"github.com/kubeocean/kubeocean/test/stack"
+)
+
+// metricsNode is the physical node whose kubelet (kwok) serves
+// /metrics/resource: kwok serves it for one node only
+// (test/kwokkubelet), so the demo shows the usage of that node's virtual
+// node.
+const metricsNode = "worker-a"
+
+// showNodeUsage prints the resource metrics of metricsNode's virtual node,
+// as kubectl top and metrics-server read them: the virtual apiserver asks
+// the virtual node's kubelet API, which the syncer serves from the
+// physical node's through the physical apiserver, the physical pods'
+// series renamed to their virtual pods and everyone else's left out.
+// stats/summary, which kwok does not serve, answers a 404 that says so.
+func (d *demo) showNodeUsage(ctx context.Context) error {
+	vnode := naming.VirtualNodeName(stack.ClusterID, metricsNode)
+	path := "/api/v1/nodes/" + vnode + "/proxy/metrics/resource"
+	out, err := d.stack.Virtual.Kubectl(ctx, "get", "--raw", path)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nNode usage through the virtual cluster (what metrics-server and kubectl top read; kwok serves usage\nfor %s only):\n$ kubectl get --raw %s\n", metricsNode, path)
+	shown := 0
+	for line := range strings.SplitSeq(out, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") || shown >= 8 {
+			continue
+		}
+		fmt.Println(line)
+		shown++
+	}
+	summary := "/api/v1/nodes/" + vnode + "/proxy/stats/summary"
+	_, err = d.stack.Virtual.Kubectl(ctx, "get", "--raw", summary)
+	fmt.Printf("$ kubectl get --raw %s\n%v\n", summary, err)
+	return nil
+}
