@@ -36,7 +36,7 @@ func (s Scope) keptPodInformer(client kubernetes.Interface, resync time.Duration
 			if err != nil {
 				return nil, err
 			}
-			return newKeptWatch(w, s.KeepPod), nil
+			return FilterWatch(w, keptPods(s.KeepPod)), nil
 		},
 	}
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{},
@@ -46,38 +46,51 @@ func (s Scope) keptPodInformer(client kubernetes.Interface, resync time.Duration
 		})
 }
 
-// keptWatch passes on the events of the pods keep accepts, and every event
-// that is not about one pod (bookmarks, among them the end of a watch
+// keptPods passes the watch events of the pods keep accepts, and every
+// event that is not about one pod (bookmarks, among them the end of a watch
 // list's initial events, and errors). A pod that starts to be kept arrives
 // as a modification of a pod the informer does not hold, which it adds.
-// Unlike watch.Filter, it never blocks once stopped.
-type keptWatch struct {
+func keptPods(keep func(*corev1.Pod) bool) func(watch.Event) bool {
+	return func(event watch.Event) bool {
+		switch event.Type {
+		case watch.Added, watch.Modified, watch.Deleted:
+			pod, ok := event.Object.(*corev1.Pod)
+			return !ok || keep(pod)
+		}
+		return true
+	}
+}
+
+// FilterWatch passes on the events of source that pass accepts, for a
+// list-watch that drops objects on the client before an informer stores
+// them. Unlike watch.Filter, it never blocks once stopped.
+func FilterWatch(source watch.Interface, pass func(watch.Event) bool) watch.Interface {
+	w := &filteredWatch{source: source, pass: pass, result: make(chan watch.Event), stopped: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+type filteredWatch struct {
 	source   watch.Interface
-	keep     func(*corev1.Pod) bool
+	pass     func(watch.Event) bool
 	result   chan watch.Event
 	stopped  chan struct{}
 	stopOnce sync.Once
 }
 
-func newKeptWatch(source watch.Interface, keep func(*corev1.Pod) bool) *keptWatch {
-	w := &keptWatch{source: source, keep: keep, result: make(chan watch.Event), stopped: make(chan struct{})}
-	go w.loop()
-	return w
-}
+func (w *filteredWatch) ResultChan() <-chan watch.Event { return w.result }
 
-func (w *keptWatch) ResultChan() <-chan watch.Event { return w.result }
-
-func (w *keptWatch) Stop() {
+func (w *filteredWatch) Stop() {
 	w.stopOnce.Do(func() {
 		close(w.stopped)
 		w.source.Stop()
 	})
 }
 
-func (w *keptWatch) loop() {
+func (w *filteredWatch) loop() {
 	defer close(w.result)
 	for event := range w.source.ResultChan() {
-		if !w.kept(event) {
+		if !w.pass(event) {
 			continue
 		}
 		select {
@@ -86,13 +99,4 @@ func (w *keptWatch) loop() {
 			return
 		}
 	}
-}
-
-func (w *keptWatch) kept(event watch.Event) bool {
-	switch event.Type {
-	case watch.Added, watch.Modified, watch.Deleted:
-		pod, ok := event.Object.(*corev1.Pod)
-		return !ok || w.keep(pod)
-	}
-	return true
 }

@@ -142,7 +142,7 @@ func containsAll(keys []string, want ...string) bool {
 
 func TestKeptWatchPassesWhatIsNotAboutOnePod(t *testing.T) {
 	source := watch.NewFake()
-	w := newKeptWatch(source, onVnodes)
+	w := FilterWatch(source, keptPods(onVnodes))
 	defer w.Stop()
 	bookmark := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42",
 		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
@@ -178,7 +178,7 @@ func TestKeptWatchStopsWithoutAReader(t *testing.T) {
 	source := watch.NewFakeWithChanSize(2, false)
 	source.Add(podOn("apps", "ours", "vnode-a-n"))
 	source.Add(podOn("apps", "ours-too", "vnode-a-n"))
-	w := newKeptWatch(source, onVnodes)
+	w := FilterWatch(source, keptPods(onVnodes))
 	time.Sleep(20 * time.Millisecond) // the loop now waits to hand over an event
 	w.Stop()
 	w.Stop()                           // twice is fine

@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeocean/kubeocean/pkg/informers"
 )
 
 // NodeEventNamespace is where the kubelet and the node lifecycle
@@ -42,7 +43,7 @@ func newEventInformer(client corev1client.EventsGetter, namespace, kind, compone
 			if err != nil {
 				return nil, err
 			}
-			return newKeptWatch(w, keep), nil
+			return informers.FilterWatch(w, keptEvents(keep)), nil
 		},
 	}
 	informer := cache.NewSharedIndexInformerWithOptions(lw, &corev1.Event{}, cache.SharedIndexInformerOptions{
@@ -57,44 +58,13 @@ func newEventInformer(client corev1client.EventsGetter, namespace, kind, compone
 	return informer
 }
 
-// keptWatch passes on the additions and modifications keep accepts, and
-// every other watch event. It never blocks once stopped.
-type keptWatch struct {
-	source   watch.Interface
-	keep     func(*corev1.Event) bool
-	result   chan watch.Event
-	stopped  chan struct{}
-	stopOnce sync.Once
-}
-
-func newKeptWatch(source watch.Interface, keep func(*corev1.Event) bool) *keptWatch {
-	w := &keptWatch{source: source, keep: keep, result: make(chan watch.Event), stopped: make(chan struct{})}
-	go w.loop()
-	return w
-}
-
-func (w *keptWatch) ResultChan() <-chan watch.Event { return w.result }
-
-func (w *keptWatch) Stop() {
-	w.stopOnce.Do(func() {
-		close(w.stopped)
-		w.source.Stop()
-	})
-}
-
-func (w *keptWatch) loop() {
-	defer close(w.result)
-	for event := range w.source.ResultChan() {
-		// Deletions all pass: the informer ignores those of events it
-		// does not hold, and one it holds must go even if keep now
-		// refuses it (its pod left the cache first).
-		if e, ok := event.Object.(*corev1.Event); ok && (event.Type == watch.Added || event.Type == watch.Modified) && !w.keep(e) {
-			continue
-		}
-		select {
-		case w.result <- event:
-		case <-w.stopped:
-			return
-		}
+// keptEvents passes the additions and modifications of the events keep
+// accepts, and every other watch event. Deletions all pass: the informer
+// ignores those of events it does not hold, and one it holds must go even
+// if keep now refuses it (its pod left the cache first).
+func keptEvents(keep func(*corev1.Event) bool) func(watch.Event) bool {
+	return func(event watch.Event) bool {
+		e, ok := event.Object.(*corev1.Event)
+		return !ok || (event.Type != watch.Added && event.Type != watch.Modified) || keep(e)
 	}
 }
