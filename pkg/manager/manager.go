@@ -29,6 +29,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
 	"github.com/kubeocean/kubeocean/pkg/serving"
 	"github.com/kubeocean/kubeocean/pkg/syncer"
+	physicalevents "github.com/kubeocean/kubeocean/pkg/syncer/bottomup/events"
 )
 
 // Component is the manager's name in user agents, events and its Lease.
@@ -172,6 +173,7 @@ func newRunner(ctx context.Context, p *app.Process, opts Options, virtual *infor
 				Kubelet:      opts.Kubelet,
 				DrainTimeout: opts.SyncerDrainTimeout, SyncDaemonSetPods: opts.SyncDaemonSetPods,
 				MaxNodeRemovalFraction: opts.SyncerMaxNodeRemovalFraction, OutageRenewalLimit: opts.SyncerOutageLeaseRenewalLimit,
+				Events: physicalevents.Limits{BindingQPS: opts.SyncerEventQPS, ObjectQPS: opts.SyncerEventQPSPerObject},
 			},
 			Recorder: p.Recorder, OnChange: enqueue,
 		})
@@ -221,6 +223,12 @@ func syncerArgs(opts Options) []string {
 	}
 	if opts.SyncerOutageLeaseRenewalLimit > 0 {
 		args = append(args, "--outage-lease-renewal-limit="+opts.SyncerOutageLeaseRenewalLimit.String())
+	}
+	if opts.SyncerEventQPS > 0 {
+		args = append(args, "--event-qps="+strconv.FormatFloat(opts.SyncerEventQPS, 'g', -1, 64))
+	}
+	if opts.SyncerEventQPSPerObject > 0 {
+		args = append(args, "--event-qps-per-object="+strconv.FormatFloat(opts.SyncerEventQPSPerObject, 'g', -1, 64))
 	}
 	return args
 }

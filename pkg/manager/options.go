@@ -60,6 +60,10 @@ type Options struct {
 	// --outage-lease-renewal-limit, likewise (zero: the syncer's default).
 	SyncerMaxNodeRemovalFraction  float64
 	SyncerOutageLeaseRenewalLimit time.Duration
+	// SyncerEventQPS and SyncerEventQPSPerObject are the syncers'
+	// --event-qps and --event-qps-per-object, likewise.
+	SyncerEventQPS          float64
+	SyncerEventQPSPerObject float64
 	// Kubelet configures the kubelet API of in-process syncers' virtual
 	// nodes; its port range is shared by all of them.
 	Kubelet syncer.KubeletOptions
@@ -126,6 +130,10 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"The syncers' --max-node-removal-fraction: the largest share (0-1) of a binding's virtual nodes one configuration change may remove without the operator's confirmation (0: the syncer's default, 0.5).")
 	fs.DurationVar(&o.SyncerOutageLeaseRenewalLimit, "syncer-outage-lease-renewal-limit", o.SyncerOutageLeaseRenewalLimit,
 		"The syncers' --outage-lease-renewal-limit: after this long without an answer from a physical apiserver, its virtual nodes' Leases are no longer renewed (0: renew throughout an outage).")
+	fs.Float64Var(&o.SyncerEventQPS, "syncer-event-qps", o.SyncerEventQPS,
+		"The syncers' --event-qps: virtual event writes per second of a binding for the events recorded from its physical cluster (0: the syncer's default).")
+	fs.Float64Var(&o.SyncerEventQPSPerObject, "syncer-event-qps-per-object", o.SyncerEventQPSPerObject,
+		"The syncers' --event-qps-per-object: virtual event writes per second about one virtual pod or node (0: the syncer's default).")
 	fs.BoolVar(&o.ApproveKubeletServingCSRs, "approve-kubelet-serving-csrs", o.ApproveKubeletServingCSRs,
 		"Approve the CertificateSigningRequests of the syncers' kubelet API serving certificates (syncers with --kubelet-serving-cert-source=csr): only for bindings this manager runs and their syncer pods' IPs. On by itself for in-process syncers with --kubelet-serving-cert-source=csr.")
 	// In deployment mode the syncer Deployments take these flags instead.
@@ -152,6 +160,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SyncerMaxNodeRemovalFraction < 0 || o.SyncerMaxNodeRemovalFraction > 1 || o.SyncerOutageLeaseRenewalLimit < 0 {
 		errs = append(errs, errors.New("--syncer-max-node-removal-fraction must be within 0-1 and --syncer-outage-lease-renewal-limit not negative"))
+	}
+	if o.SyncerEventQPS < 0 || o.SyncerEventQPSPerObject < 0 {
+		errs = append(errs, errors.New("--syncer-event-qps and --syncer-event-qps-per-object must not be negative"))
 	}
 	if o.Workers < 1 || o.SyncerWorkers < 1 || o.SyncerPodWorkers < 1 || o.SyncerNodeWorkers < 1 {
 		errs = append(errs, errors.New("--workers, --syncer-workers, --syncer-pod-workers and --syncer-node-workers must be at least 1"))

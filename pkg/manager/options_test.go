@@ -103,6 +103,7 @@ func TestSyncerArgsParseAsSyncerFlags(t *testing.T) {
 	if err := (app.Command{Options: app.NewOptions(Component), AddFlags: opts.AddFlags}).Flags().Parse([]string{
 		"--virtual-apiserver-address=10.0.0.1:443", "--syncer-drain-timeout=90s", "--sync-daemonset-pods",
 		"--syncer-max-node-removal-fraction=0.25", "--syncer-outage-lease-renewal-limit=20m",
+		"--syncer-event-qps=3", "--syncer-event-qps-per-object=0.5",
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,8 @@ func TestSyncerArgsParseAsSyncerFlags(t *testing.T) {
 		t.Fatalf("%v: %v", syncerArgs(opts), err)
 	}
 	if syncerOpts.VirtualAPIServer != "10.0.0.1:443" || syncerOpts.DrainTimeout != 90*time.Second || !syncerOpts.SyncDaemonSetPods ||
-		syncerOpts.MaxNodeRemovalFraction != 0.25 || syncerOpts.OutageRenewalLimit != 20*time.Minute {
+		syncerOpts.MaxNodeRemovalFraction != 0.25 || syncerOpts.OutageRenewalLimit != 20*time.Minute ||
+		syncerOpts.Events.BindingQPS != 3 || syncerOpts.Events.ObjectQPS != 0.5 {
 		t.Fatalf("the syncer got %+v from %v", syncerOpts, syncerArgs(opts))
 	}
 	if args := syncerArgs(NewOptions()); len(args) != 0 {
