@@ -188,13 +188,20 @@ func resourceMetricsConfig(dir, node string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The usage the Metric reports: kwok's own ClusterResourceUsage, which
+	// gives every pod 1m of CPU and 1Mi of memory unless an annotation says
+	// otherwise; without one, every figure is 0.
+	usage, err := os.ReadFile(filepath.Join(module.Dir, "kustomize/metrics/usage/usage-from-annotation.yaml"))
+	if err != nil {
+		return "", err
+	}
 	text := strings.Replace(string(metric), "name: metrics-resource", "name: "+node, 1)
 	text = strings.Replace(text, `path: "/metrics/nodes/{nodeName}/metrics/resource"`, `path: "/metrics/resource"`, 1)
 	if !strings.Contains(text, `path: "/metrics/resource"`) {
 		return "", fmt.Errorf("kwok's Metric has another path now")
 	}
 	path := filepath.Join(dir, "kwok-metrics.yaml")
-	return path, os.WriteFile(path, []byte(text), 0o644)
+	return path, os.WriteFile(path, []byte(text+"\n---\n"+string(usage)), 0o644)
 }
 
 // FreePortRange is the first of n consecutive TCP ports, for
