@@ -42,6 +42,7 @@ verify: vet
 	hack/verify-codegen.sh
 	hack/verify-crds.sh
 	hack/verify-charts.sh
+	hack/verify-references.sh
 
 ## verify-cold: the module build, the generators and hack/testbin.sh from an
 ## empty module cache and an empty binary cache, as a new machine runs them
@@ -92,11 +93,11 @@ images:
 clean:
 	rm -rf $(BIN)
 
-## bench-bottomup: bottom-up syncer figures on real clusters (design.md §5); prints a table
+## bench-bottomup: bottom-up syncer figures on real clusters, beside floors measured in the same run (docs/scaling.md); prints a table
 bench-bottomup: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/bottomup --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)
 
-## bench-topdown: top-down syncer figures on real clusters (design.md §5); prints a table
+## bench-topdown: top-down syncer figures on real clusters, beside a floor measured in the same run (docs/scaling.md); prints a table
 bench-topdown: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/topdown --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)
 
@@ -112,6 +113,6 @@ bench-scale: build testbin
 bench-dns: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/dns --syncer=$(BIN)/kubeocean-syncer --dns=$(BIN)/kubeocean-dns $(BENCH_ARGS)
 
-## bench-kubelet: kubelet API figures on real clusters (logs, exec, 200 follows; design.md §5); prints a table
+## bench-kubelet: kubelet API figures on real clusters (logs, exec, 200 follows, each beside a floor measured in the same run); prints a table
 bench-kubelet: build testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) run ./test/bench/kubelet --syncer=$(BIN)/kubeocean-syncer $(BENCH_ARGS)

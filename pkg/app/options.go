@@ -17,7 +17,8 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/serving"
 )
 
-// Options are the flags every Kubeocean binary shares (design.md §2).
+// Options are the flags every Kubeocean binary shares (docs/operations.md
+// §1, "Shared flags"); their names and defaults are part of the contract.
 type Options struct {
 	// Component names the binary in user agents, events and the lease.
 	Component string

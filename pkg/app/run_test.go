@@ -60,6 +60,6 @@ func TestFlags(t *testing.T) {
 func TestDefaults(t *testing.T) {
 	opts := NewOptions("kubeocean-manager")
 	if opts.Serving.MetricsBindAddress != ":8080" || opts.Serving.HealthProbeBindAddress != ":8081" || opts.Election.Enabled {
-		t.Fatalf("defaults differ from design.md §2: %+v", opts)
+		t.Fatalf("defaults differ from those docs/operations.md §1 promises: %+v", opts)
 	}
 }

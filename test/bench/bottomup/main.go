@@ -1,5 +1,6 @@
 // Command bottomup measures the bottom-up syncer on real clusters and prints
-// its figures beside floors measured in the same run (design.md §5):
+// its figures beside floors measured in the same run (the shared machine's
+// absolute times vary, the ratios hold; docs/scaling.md):
 //
 //   - 1,000 physical nodes lent at once → seconds until 1,000 virtual nodes
 //     are Ready, beside a plain client creating 1,000 nodes and Leases

@@ -1,6 +1,6 @@
 // Command churn measures how the bottom-up syncer follows foreign-pod churn
 // (pods Kubeocean does not run, coming and going on lent physical nodes)
-// and prints its figures (design.md §5):
+// and prints its figures (docs/scaling.md, "What grows with what"):
 //
 //   - status writes per virtual node per second, on average and the most of
 //     one node in any one second, counted by a watch on the virtual nodes;

@@ -1,5 +1,6 @@
 // Command dns measures kubeocean-dns and prints its figures beside a floor
-// and CoreDNS, measured in the same run (design.md §5): queries per second
+// and CoreDNS, measured in the same run (the shared machine's absolute
+// figures vary, the ratios hold): queries per second
 // and p50/p99 latency of UDP clients asking, one name at a time, for a
 // ClusterIP name, a headless name with 100 endpoints, an NXDOMAIN and a
 // forwarded name. The floor is a minimal miekg/dns server answering the

@@ -1,6 +1,7 @@
 // Command kubelet measures the kubelet API of virtual nodes on real
 // clusters and prints each figure beside its floor, measured in the same
-// run (design.md §5):
+// run (the shared machine's absolute times vary, the ratios hold;
+// docs/scaling.md):
 //
 //   - log throughput: kubectl logs of a large container log through the
 //     virtual cluster, beside kubectl logs of the same container straight

@@ -1,5 +1,6 @@
 // Command topdown measures the top-down syncer on real clusters and prints
-// its figures beside a floor measured in the same run (design.md §5):
+// its figures beside a floor measured in the same run (the shared
+// machine's absolute times vary, the ratio holds; docs/scaling.md):
 //
 //   - N pods sharing a ConfigMap and a Secret and, like nearly every real
 //     pod, mounting a service-account token (--tokens=false: opted out),

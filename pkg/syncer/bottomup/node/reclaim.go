@@ -10,7 +10,7 @@ import (
 )
 
 // outOfWindowTaint decides the out-of-time-windows taint of a virtual node
-// outside its policy's windows (spec bottomup-syncer.md §4.4), given the
+// outside its policy's windows (docs/operations.md §5), given the
 // taint the node has now (nil if none). Without forced reclaim the taint
 // only stops new pods (NoSchedule). With it, running pods are evicted
 // (NoExecute) once the graceful period has passed since the taint was first

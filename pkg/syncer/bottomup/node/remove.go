@@ -14,7 +14,7 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
-// remove drains and deletes a virtual node (spec bottomup-syncer.md §4.2):
+// remove drains and deletes a virtual node (docs/workloads.md §4):
 // taint it so nothing new lands, ask its pods to leave, and delete it once
 // none is left. A pod that is terminating still counts: its physical twin
 // may still run.

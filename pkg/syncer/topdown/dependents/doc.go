@@ -6,7 +6,7 @@
 // on every change and call Release* when an object is deleted or no pod of
 // the binding uses it any more.
 //
-// Mapping (spec §5.1): a copy of namespace/name lives in the binding's
+// Mapping: a copy of namespace/name lives in the binding's
 // mount namespace as naming.PhysicalName(namespace, name), labelled like
 // the virtual object plus kubeocean.io/managed-by=kubeocean and annotated
 // with kubeocean.io/virtual-name and -namespace. The labels are kept in

@@ -1,5 +1,5 @@
 // Package pvc is the top-down syncer's PersistentVolumeClaim controller
-// (spec §4). For every virtual PVC marked for this binding it keeps the
+// (how copies are named and labelled: package dependents). For every virtual PVC marked for this binding it keeps the
 // physical copy in step with the virtual claim (restoring it when someone
 // deletes it; past creation only a resize can change it), deletes the copy
 // and then drops the finalizer when the virtual PVC is deleted, and
