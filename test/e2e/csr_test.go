@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/manager/csrapproval"
 	"github.com/kubeocean/kubeocean/pkg/syncer/kubeletapi"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
@@ -176,7 +177,7 @@ func approvedOwn(t *testing.T) {
 			continue
 		}
 		for _, c := range csr.Status.Conditions {
-			if c.Type == certificatesv1.CertificateApproved && c.Reason == csrapproval.ReasonApproved {
+			if c.Type == certificatesv1.CertificateApproved && c.Reason == kubeoceanv1alpha1.ReasonSyncerServingCertificate {
 				return
 			}
 		}

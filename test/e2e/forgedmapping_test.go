@@ -14,7 +14,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/naming"
-	"github.com/kubeocean/kubeocean/pkg/syncer/kubeletapi"
 	podsync "github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
@@ -106,8 +105,8 @@ func notFound(t *testing.T, what, out string, err error) {
 // without it the test goes on, to check the deletion too.
 func waitMappingRefusedEvent(t *testing.T) {
 	t.Helper()
-	selector := fields.Set{"involvedObject.name": "forger", "reason": kubeletapi.ReasonMappingRefused}.String()
-	err := stack.Poll(waitCtx(t), "a Warning event "+kubeletapi.ReasonMappingRefused+" on team-a/forger", func(ctx context.Context) (string, error) {
+	selector := fields.Set{"involvedObject.name": "forger", "reason": kubeoceanv1alpha1.ReasonPhysicalPodMappingRefused}.String()
+	err := stack.Poll(waitCtx(t), "a Warning event "+kubeoceanv1alpha1.ReasonPhysicalPodMappingRefused+" on team-a/forger", func(ctx context.Context) (string, error) {
 		events, err := world.VirtualKube.CoreV1().Events("team-a").List(ctx, metav1.ListOptions{FieldSelector: selector})
 		if err != nil {
 			return err.Error(), nil

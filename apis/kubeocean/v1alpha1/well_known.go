@@ -249,3 +249,36 @@ const (
 	// token bucket (--event-qps) empty.
 	EventDropBindingRateLimit = "binding-rate-limit"
 )
+
+// Reasons of the events and conditions the syncer and the manager write on
+// Kubernetes objects (docs/operations.md §6).
+const (
+	// ReasonCSINodeConflict (Warning event on a virtual node): a CSINode that
+	// is not Kubeocean's holds the virtual node's name, so its drivers cannot
+	// be mirrored.
+	ReasonCSINodeConflict = "CSINodeConflict"
+	// ReasonMissingVirtualPodMapping (Warning event on a physical pod): a
+	// managed physical pod without the annotations naming its virtual pod
+	// was deleted.
+	ReasonMissingVirtualPodMapping = "MissingVirtualPodMapping"
+	// ReasonVirtualPodGone (event on a physical pod): the virtual pod it was
+	// made for is gone or replaced, so the physical pod was deleted.
+	ReasonVirtualPodGone = "VirtualPodGone"
+	// ReasonPhysicalPodMappingRefused (Warning event on a virtual pod): its
+	// mapping annotations name a physical pod that Kubeocean did not make
+	// for it, so a kubelet API request for it was refused.
+	ReasonPhysicalPodMappingRefused = "PhysicalPodMappingRefused"
+	// ReasonSyncerServingCertificate is the reason of the Approved condition
+	// the manager writes on a syncer's serving certificate request.
+	ReasonSyncerServingCertificate = "KubeoceanSyncerServingCertificate"
+	// ReasonNotSyncerServingCertificate is the reason of the Denied
+	// condition the manager writes on a request a syncer made that fails
+	// its checks (the message says which).
+	ReasonNotSyncerServingCertificate = "NotAKubeoceanSyncerServingCertificate"
+	// EventCSRApproved (Normal event on a CertificateSigningRequest): the
+	// manager approved it.
+	EventCSRApproved = "Approved"
+	// EventCSRDenied (Warning event on a CertificateSigningRequest): the
+	// manager denied it.
+	EventCSRDenied = "Denied"
+)

@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certificatesv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // Organization is the subject organization the kubelet-serving signer
@@ -136,12 +138,6 @@ func parseRequest(data []byte) (*x509.CertificateRequest, error) {
 	return request, nil
 }
 
-// Reasons of the approval conditions the manager writes.
-const (
-	ReasonApproved = "KubeoceanSyncerServingCertificate"
-	ReasonDenied   = "NotAKubeoceanSyncerServingCertificate"
-)
-
 // Record writes an Approve or Deny decision on csr through the approval
 // subresource; Ignore writes nothing.
 func Record(ctx context.Context, client certificatesv1client.CertificateSigningRequestInterface,
@@ -151,9 +147,9 @@ func Record(ctx context.Context, client certificatesv1client.CertificateSigningR
 	}
 	switch decision {
 	case Approve:
-		condition.Type, condition.Reason = certificatesv1.CertificateApproved, ReasonApproved
+		condition.Type, condition.Reason = certificatesv1.CertificateApproved, kubeoceanv1alpha1.ReasonSyncerServingCertificate
 	case Deny:
-		condition.Type, condition.Reason = certificatesv1.CertificateDenied, ReasonDenied
+		condition.Type, condition.Reason = certificatesv1.CertificateDenied, kubeoceanv1alpha1.ReasonNotSyncerServingCertificate
 	default:
 		return nil
 	}

@@ -8,13 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
-)
-
-// Event reasons on the requests the controller decides.
-const (
-	EventApproved = "Approved"
-	EventDenied   = "Denied"
 )
 
 // reconcile decides the request name once and records the decision.
@@ -48,10 +43,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 	c.decisions.WithLabelValues(decision.String()).Inc()
 	if decision == Approve {
 		logger.Info("Approved a syncer's serving certificate request", "csr", klog.KObj(csr), "user", csr.Spec.Username, "reason", reason)
-		c.recorder.Event(csr, corev1.EventTypeNormal, EventApproved, reason)
+		c.recorder.Event(csr, corev1.EventTypeNormal, kubeoceanv1alpha1.EventCSRApproved, reason)
 	} else {
 		logger.Info("Denied a syncer's serving certificate request", "csr", klog.KObj(csr), "user", csr.Spec.Username, "reason", reason)
-		c.recorder.Event(csr, corev1.EventTypeWarning, EventDenied, reason)
+		c.recorder.Event(csr, corev1.EventTypeWarning, kubeoceanv1alpha1.EventCSRDenied, reason)
 	}
 	return controller.Result{}, nil
 }

@@ -28,11 +28,6 @@ func notFound(format string, args ...any) error {
 	return &requestError{Code: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}
 }
 
-// ReasonMappingRefused is the Warning event on a virtual pod whose mapping
-// annotations name a physical pod that Kubeocean did not make for it, when
-// a kubelet API request for it is refused.
-const ReasonMappingRefused = "PhysicalPodMappingRefused"
-
 // physicalPod is where a virtual pod runs.
 type physicalPod struct {
 	Namespace, Name string
@@ -80,7 +75,7 @@ func (r *resolver) pod(node, namespace, name, container string) (physicalPod, er
 	target := physicalPod{Namespace: r.mountNamespace, Name: naming.PhysicalName(namespace, name), Node: node}
 	if claimed := claimedTarget(pod); claimed != (physicalPod{}) && (claimed.Namespace != target.Namespace || claimed.Name != target.Name) {
 		if r.recorder != nil {
-			r.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonMappingRefused,
+			r.recorder.Eventf(pod, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonPhysicalPodMappingRefused,
 				"Kubelet API request refused: the pod's annotations name physical pod %s/%s, which Kubeocean did not create for this pod",
 				claimed.Namespace, claimed.Name)
 		}

@@ -114,7 +114,7 @@ func TestResolveTrustsOnlyWhatThePhysicalPodRecords(t *testing.T) {
 		case e := <-recorder.Events:
 			if !tc.event {
 				t.Errorf("%s/%s: unexpected event %q", tc.pod.Namespace, tc.pod.Name, e)
-			} else if !strings.Contains(e, "Warning "+ReasonMappingRefused) || !strings.Contains(e, naming.PhysicalName("team-b", "db-0")) {
+			} else if !strings.Contains(e, "Warning "+kubeoceanv1alpha1.ReasonPhysicalPodMappingRefused) || !strings.Contains(e, naming.PhysicalName("team-b", "db-0")) {
 				t.Errorf("%s/%s: event %q", tc.pod.Namespace, tc.pod.Name, e)
 			}
 		default:
