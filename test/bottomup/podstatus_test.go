@@ -93,8 +93,8 @@ func TestPodStatus(t *testing.T) {
 	for _, orphan := range []*corev1.Pod{ghost, unmapped} {
 		e.waitPodDeleted(physicalKube, orphan)
 	}
-	e.waitForEvent(physicalKube, ghost, podstatus.ReasonVirtualPodGone)
-	e.waitForEvent(physicalKube, unmapped, podstatus.ReasonMissingMapping)
+	e.waitForEvent(physicalKube, ghost, kubeoceanv1alpha1.ReasonVirtualPodGone)
+	e.waitForEvent(physicalKube, unmapped, kubeoceanv1alpha1.ReasonMissingVirtualPodMapping)
 	if _, err := physicalKube.CoreV1().Pods(mountNS).Get(ctx, foreign.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("foreign pod: %v", err)
 	}

@@ -23,13 +23,6 @@ import (
 // ControllerName names the controller, its queue and its metrics.
 const ControllerName = "bottomup-csinode"
 
-// Event reasons on the virtual node.
-const (
-	// ReasonCSINodeConflict: a CSINode that is not ours holds the virtual
-	// node's name, so its drivers cannot be mirrored.
-	ReasonCSINodeConflict = "CSINodeConflict"
-)
-
 // Options are the dependencies of the CSINode controller.
 type Options struct {
 	// ClusterID is the binding's cluster ID; the virtual CSINodes carry it

@@ -192,7 +192,7 @@ func (c *Controller) deleteMirror(ctx context.Context, existing *storagev1.CSINo
 // conflict tells the user on the virtual node that a foreign CSINode holds
 // its name. Retrying cannot help until someone removes it.
 func (c *Controller) conflict(node *corev1.Node, existing *storagev1.CSINode) error {
-	c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonCSINodeConflict,
+	c.recorder.Eventf(node, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonCSINodeConflict,
 		"CSINode %s exists and is not managed by kubeocean cluster %q; the CSI drivers of physical node %s are not mirrored",
 		existing.Name, c.clusterID, naming.PhysicalNodeNameOf(node))
 	return controller.Terminal(fmt.Errorf("CSINode %s is not managed by kubeocean cluster %q; leaving it alone", existing.Name, c.clusterID))

@@ -310,8 +310,8 @@ func TestForeignCSINodeIsUntouched(t *testing.T) {
 		t.Helper()
 		select {
 		case e := <-f.recorder.Events:
-			if !strings.Contains(e, ReasonCSINodeConflict) {
-				t.Errorf("event %q, want reason %s", e, ReasonCSINodeConflict)
+			if !strings.Contains(e, kubeoceanv1alpha1.ReasonCSINodeConflict) {
+				t.Errorf("event %q, want reason %s", e, kubeoceanv1alpha1.ReasonCSINodeConflict)
 			}
 		default:
 			t.Error("no event recorded")

@@ -56,7 +56,7 @@ func TestReconcileDeletes(t *testing.T) {
 			physical:   withAnnotation(physicalPod(), kubeoceanv1alpha1.AnnotationVirtualPodUID, ""),
 			cached:     pods(syncedVirtualPod()),
 			live:       pods(syncedVirtualPod()),
-			wantDelete: true, wantEvent: ReasonMissingMapping,
+			wantDelete: true, wantEvent: kubeoceanv1alpha1.ReasonMissingVirtualPodMapping,
 		},
 		{
 			name:     "missing annotations on a pod already terminating",
@@ -66,7 +66,7 @@ func TestReconcileDeletes(t *testing.T) {
 			name:        "cache miss confirmed by a live NotFound",
 			physical:    physicalPod(),
 			wantVirtual: []string{"get pods"},
-			wantDelete:  true, wantEvent: ReasonVirtualPodGone,
+			wantDelete:  true, wantEvent: kubeoceanv1alpha1.ReasonVirtualPodGone,
 		},
 		{
 			name:        "cache miss, but the live pod exists",
@@ -80,7 +80,7 @@ func TestReconcileDeletes(t *testing.T) {
 			cached:      pods(withUID(syncedVirtualPod(), "recreated")),
 			live:        pods(withUID(syncedVirtualPod(), "recreated")),
 			wantVirtual: []string{"get pods"},
-			wantDelete:  true, wantEvent: ReasonVirtualPodGone,
+			wantDelete:  true, wantEvent: kubeoceanv1alpha1.ReasonVirtualPodGone,
 		},
 		{
 			name:        "UID mismatch only in a stale cache",
@@ -95,7 +95,7 @@ func TestReconcileDeletes(t *testing.T) {
 			cached:      pods(pointsElsewhere),
 			live:        pods(pointsElsewhere),
 			wantVirtual: []string{"get pods"},
-			wantDelete:  true, wantEvent: ReasonVirtualPodGone,
+			wantDelete:  true, wantEvent: kubeoceanv1alpha1.ReasonVirtualPodGone,
 		},
 		{
 			name:     "virtual pod maps to no physical pod",
@@ -105,7 +105,7 @@ func TestReconcileDeletes(t *testing.T) {
 			// A cache behind the top-down syncer's annotation is ruled out
 			// by the live GET.
 			wantVirtual: []string{"get pods"},
-			wantDelete:  true, wantEvent: ReasonVirtualPodGone,
+			wantDelete:  true, wantEvent: kubeoceanv1alpha1.ReasonVirtualPodGone,
 		},
 		{
 			name:        "mapping annotations only missing from a stale cache",

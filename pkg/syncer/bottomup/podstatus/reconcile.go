@@ -18,16 +18,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
-// Event reasons on physical pods.
-const (
-	// ReasonMissingMapping: a managed physical pod without the annotations
-	// naming its virtual pod was deleted.
-	ReasonMissingMapping = "MissingVirtualPodMapping"
-	// ReasonVirtualPodGone: the virtual pod a physical pod was made for is
-	// gone or replaced, so the physical pod was deleted.
-	ReasonVirtualPodGone = "VirtualPodGone"
-)
-
 // virtualPodRef is the virtual pod a physical pod says it was made for.
 type virtualPodRef struct {
 	namespace, name string
@@ -62,7 +52,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 
 	ref, ok := refOf(physical)
 	if !ok {
-		return controller.Result{}, c.deleteOrphan(ctx, physical, corev1.EventTypeWarning, ReasonMissingMapping,
+		return controller.Result{}, c.deleteOrphan(ctx, physical, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonMissingVirtualPodMapping,
 			"it has no complete virtual pod mapping annotations")
 	}
 	virtual, dead, wait, err := c.virtualPodFor(ctx, key, physical, ref)
@@ -71,7 +61,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 	}
 	if dead != "" {
 		c.lag.forget(key)
-		return controller.Result{}, c.deleteOrphan(ctx, physical, corev1.EventTypeNormal, ReasonVirtualPodGone, dead)
+		return controller.Result{}, c.deleteOrphan(ctx, physical, corev1.EventTypeNormal, kubeoceanv1alpha1.ReasonVirtualPodGone, dead)
 	}
 	if virtual == nil {
 		// The virtual pod cache is behind; its event brings us back.
