@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/node"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -55,7 +54,7 @@ func TestTimeZoneTypoLeavesNodesAsTheyAre(t *testing.T) {
 		valid := meta.FindStatusCondition(p.Status.Conditions, kubeoceanv1alpha1.ResourceLeasingPolicyConditionValid)
 		return p.Status.Phase == kubeoceanv1alpha1.ResourceLeasingPolicyFailed && valid != nil && valid.Status == metav1.ConditionFalse, nil
 	})
-	waitForBindingEvent(t, w, node.EventConfigurationInvalid)
+	waitForBindingEvent(t, w, kubeoceanv1alpha1.EventConfigurationInvalid)
 
 	leaseBefore := leaseRenewTime(t, w, vnode)
 	observeUnchanged(t, w, vnode, "failsafe", "web", 20*time.Second)

@@ -72,6 +72,12 @@ const (
 	// TaintVirtualNode keeps pods without a toleration off virtual nodes
 	// (effect NoSchedule) unless the binding disables it.
 	TaintVirtualNode = "kubeocean.io/vnode"
+
+	// AnnotationLastAppliedMetadata records on each virtual node the
+	// metadata Kubeocean last wrote (labels, annotations, taints, cordon).
+	// Comparing it with the node tells Kubeocean's own from what users or
+	// other controllers added, so updates replace ours and keep theirs.
+	AnnotationLastAppliedMetadata = "kubeocean.io/last-applied-metadata"
 	// TaintOutOfTimeWindows marks a virtual node outside its policy's time
 	// windows: NoSchedule, then NoExecute once a forced reclaim is due.
 	TaintOutOfTimeWindows = "kubeocean.io/out-of-time-windows"
@@ -281,4 +287,30 @@ const (
 	// EventCSRDenied (Warning event on a CertificateSigningRequest): the
 	// manager denied it.
 	EventCSRDenied = "Denied"
+
+	// EventConfigurationInvalid (Warning event on a binding): virtual nodes
+	// are left as they are because a spec they depend on (the binding's node
+	// selector, or a policy that may lend them) cannot be evaluated.
+	EventConfigurationInvalid = "ConfigurationInvalid"
+	// EventNodeNameCollision (Warning event on a binding): a Node that is not
+	// Kubeocean's holds a virtual node's name.
+	EventNodeNameCollision = "NodeNameCollision"
+	// EventPolicyFinalizerKept (event on a binding): unbinding left the
+	// reclaim finalizer on the policies it names, which another binding of
+	// the same name may use.
+	EventPolicyFinalizerKept = "PolicyFinalizerKept"
+	// EventVolumesRetained (event on a binding): unbinding left the physical
+	// volumes it lists in place, with their data.
+	EventVolumesRetained = "VolumesRetained"
+
+	// ReasonResizing (event, and reason of the Resizing condition, on a
+	// virtual PVC): the physical cluster is resizing the claim's volume.
+	ReasonResizing = "Resizing"
+	// ReasonVolumeResizeFailed (Warning event and condition reason on a
+	// virtual PVC): the physical cluster refused or failed the resize; the
+	// message says why.
+	ReasonVolumeResizeFailed = "VolumeResizeFailed"
+	// ReasonVolumeResizeSuccessful (event on a virtual PVC): the volume has
+	// the size the claim asks for.
+	ReasonVolumeResizeSuccessful = "VolumeResizeSuccessful"
 )

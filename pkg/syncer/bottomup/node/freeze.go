@@ -16,11 +16,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/validation"
 )
 
-// EventConfigurationInvalid is the reason of the Warning event recorded on
-// the binding when virtual nodes are left as they are because a spec they
-// depend on cannot be evaluated.
-const EventConfigurationInvalid = "ConfigurationInvalid"
-
 // Why nodes are frozen. A configuration the syncer cannot evaluate says
 // nothing about which nodes to lend: reading it as "lend nothing" would
 // drain every node over a typo, so the nodes keep their last known good
@@ -130,7 +125,7 @@ func (c *Controller) freeze(ctx context.Context, key string, binding *kubeoceanv
 		c.recorder.Eventf(binding, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonPhysicalClusterChanged,
 			"Virtual nodes are left as they are (no taint, drain, removal or capacity change): %s", reason)
 	} else if newReason {
-		c.recorder.Eventf(binding, corev1.EventTypeWarning, EventConfigurationInvalid,
+		c.recorder.Eventf(binding, corev1.EventTypeWarning, kubeoceanv1alpha1.EventConfigurationInvalid,
 			"Virtual nodes are left as they are (no taint, drain, removal or capacity change) until this is fixed: %s", reason)
 	}
 	return controller.Result{}, nil

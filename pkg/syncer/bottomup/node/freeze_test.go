@@ -100,8 +100,8 @@ func TestUnevaluableConfigurationFreezesNodes(t *testing.T) {
 				t.Fatalf("the frozen node changed: %+v -> %+v", before, after)
 			}
 			events := drainEvents(f)
-			if len(events) != 1 || !strings.Contains(events[0], EventConfigurationInvalid) || !strings.Contains(events[0], strings.Replace(tt.reason, " is invalid", "", 1)) {
-				t.Fatalf("events = %q, want one %s naming %q", events, EventConfigurationInvalid, tt.reason)
+			if len(events) != 1 || !strings.Contains(events[0], kubeoceanv1alpha1.EventConfigurationInvalid) || !strings.Contains(events[0], strings.Replace(tt.reason, " is invalid", "", 1)) {
+				t.Fatalf("events = %q, want one %s naming %q", events, kubeoceanv1alpha1.EventConfigurationInvalid, tt.reason)
 			}
 
 			f.add(f.bindings, good)

@@ -171,7 +171,7 @@ func TestUnschedulableFollowsPhysicalUnlessUserChangedIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		node := &corev1.Node{Spec: corev1.NodeSpec{Unschedulable: tt.current}}
-		node.Annotations = map[string]string{annotationLastApplied: lastApplied{Unschedulable: tt.last}.encode()}
+		node.Annotations = map[string]string{kubeoceanv1alpha1.AnnotationLastAppliedMetadata: lastApplied{Unschedulable: tt.last}.encode()}
 		got := applyMetadata(node, desiredNode{unschedulable: tt.physical}).Spec.Unschedulable
 		if got != tt.want {
 			t.Errorf("%s: unschedulable = %v, want %v", tt.name, got, tt.want)

@@ -6,14 +6,13 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
-// annotationLastApplied records on each virtual node the metadata
-// Kubeocean last wrote. Comparing it with the node tells Kubeocean's own
-// labels, annotations and taints from those users or other controllers
-// added, so updates replace ours and keep theirs.
-const annotationLastApplied = "kubeocean.io/last-applied-metadata"
-
+// lastApplied is the metadata Kubeocean last wrote on a virtual node, kept
+// in its kubeoceanv1alpha1.AnnotationLastAppliedMetadata so that updates
+// replace ours and keep what users or other controllers added.
 type lastApplied struct {
 	Labels        map[string]string `json:"labels,omitempty"`
 	Annotations   map[string]string `json:"annotations,omitempty"`
@@ -46,7 +45,7 @@ func (r lastApplied) encode() string {
 // which makes every current value look like a user's and keeps it.
 func decodeLastApplied(node *corev1.Node) lastApplied {
 	var r lastApplied
-	if s, ok := node.Annotations[annotationLastApplied]; ok {
+	if s, ok := node.Annotations[kubeoceanv1alpha1.AnnotationLastAppliedMetadata]; ok {
 		_ = json.Unmarshal([]byte(s), &r)
 	}
 	return r
@@ -104,7 +103,7 @@ func applyMetadata(node *corev1.Node, d desiredNode) *corev1.Node {
 	node.Spec.DeepCopyInto(&out.Spec)
 	out.Labels = mergeMap(node.Labels, last.Labels, d.labels)
 	annotations := mergeMap(node.Annotations, last.Annotations, d.annotations)
-	annotations[annotationLastApplied] = recordOf(d).encode()
+	annotations[kubeoceanv1alpha1.AnnotationLastAppliedMetadata] = recordOf(d).encode()
 	out.Annotations = annotations
 	out.Spec.Taints = mergeTaints(node.Spec.Taints, last.Taints, d.taints)
 	if len(out.Spec.Taints) == 0 {

@@ -341,15 +341,11 @@ func (c *Controller) owns(node *corev1.Node) bool {
 		node.Labels[kubeoceanv1alpha1.LabelClusterID] == c.clusterID
 }
 
-// EventNodeNameCollision is the reason of the Warning event on the binding
-// when a Node that is not Kubeocean's holds a virtual node's name.
-const EventNodeNameCollision = "NodeNameCollision"
-
 // nameCollision reports a foreign Node holding the virtual node's name. It
 // is terminal: only a person can resolve it; the physical node's next
 // change, or the binding's, looks again.
 func (c *Controller) nameCollision(in nodeInputs, name string) error {
-	c.recorder.Eventf(in.binding, corev1.EventTypeWarning, EventNodeNameCollision,
+	c.recorder.Eventf(in.binding, corev1.EventTypeWarning, kubeoceanv1alpha1.EventNodeNameCollision,
 		"Node %s exists and is not Kubeocean's virtual node for %s; leaving it alone", name, in.physical.Name)
 	return controller.Terminal(fmt.Errorf("node %s exists and does not belong to cluster %s", name, c.clusterID))
 }

@@ -401,7 +401,7 @@ func TestInvisibleForeignNodeWithOurNameIsReportedNotRetried(t *testing.T) {
 		t.Fatalf("sync = %v, want a terminal error", err)
 	}
 	wantWrites(t, f, "create nodes")
-	if ev := <-f.recorder.Events; !strings.Contains(ev, EventNodeNameCollision) {
+	if ev := <-f.recorder.Events; !strings.Contains(ev, kubeoceanv1alpha1.EventNodeNameCollision) {
 		t.Fatalf("event %q", ev)
 	}
 }

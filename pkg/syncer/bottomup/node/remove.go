@@ -98,7 +98,7 @@ func (c *Controller) taintDeleting(ctx context.Context, node *corev1.Node) (*cor
 	if updated.Annotations == nil {
 		updated.Annotations = map[string]string{}
 	}
-	updated.Annotations[annotationLastApplied] = last.encode()
+	updated.Annotations[kubeoceanv1alpha1.AnnotationLastAppliedMetadata] = last.encode()
 	return c.nodesClient.Nodes().Update(ctx, updated, metav1.UpdateOptions{})
 }
 
