@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/syncer/unbind"
 )
 
 type unbindOptions struct {
@@ -140,15 +139,15 @@ func printRetained(ctx context.Context, virtual *clients, name string, uid types
 	if uid == "" {
 		return
 	}
-	selector := fields.Set{"involvedObject.name": name, "involvedObject.uid": string(uid), "reason": unbind.EventVolumesRetained}.AsSelector().String()
+	selector := fields.Set{"involvedObject.name": name, "involvedObject.uid": string(uid), "reason": kubeoceanv1alpha1.EventVolumesRetained}.AsSelector().String()
 	events, err := virtual.kube.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: selector})
 	if err != nil {
-		fmt.Fprintf(out, "Could not read the binding's %s events (%v); the syncer's log lists the volumes it kept\n", unbind.EventVolumesRetained, err)
+		fmt.Fprintf(out, "Could not read the binding's %s events (%v); the syncer's log lists the volumes it kept\n", kubeoceanv1alpha1.EventVolumesRetained, err)
 		return
 	}
 	for _, e := range events.Items {
 		// The selector again: not every server (nor a fake) filters on it.
-		if e.InvolvedObject.UID == uid && e.Reason == unbind.EventVolumesRetained {
+		if e.InvolvedObject.UID == uid && e.Reason == kubeoceanv1alpha1.EventVolumesRetained {
 			fmt.Fprintf(out, "%s\n", e.Message)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
-	"github.com/kubeocean/kubeocean/pkg/syncer/unbind"
 )
 
 func unbindClients(objects ...*corev1.Event) (*clients, *kubeoceanfake.Clientset) {
@@ -85,8 +84,8 @@ func TestUnbindPrintsTheVolumesKept(t *testing.T) {
 			Reason:         reason, Message: message}
 	}
 	c, _ := unbindClients(
-		event("a", "binding-uid", unbind.EventVolumesRetained, "Kept 1 physical volumes with their data: pv-1"),
-		event("b", "earlier-uid", unbind.EventVolumesRetained, "Kept 1 physical volumes with their data: pv-old"),
+		event("a", "binding-uid", kubeoceanv1alpha1.EventVolumesRetained, "Kept 1 physical volumes with their data: pv-1"),
+		event("b", "earlier-uid", kubeoceanv1alpha1.EventVolumesRetained, "Kept 1 physical volumes with their data: pv-old"),
 		event("c", "binding-uid", "SyncerCleanedUp", "cleaned"),
 	)
 	var out bytes.Buffer

@@ -14,7 +14,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
-	"github.com/kubeocean/kubeocean/pkg/syncer/unbind"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -88,14 +87,14 @@ func TestUnbindingKeepsProvisionedVolumes(t *testing.T) {
 			t.Errorf("%s: kept volume %s names the virtual claim %q", pod, pv.Name, got)
 		}
 	}
-	testenv.WaitFor(t, 30*time.Second, "the binding's "+unbind.EventVolumesRetained+" event lists the kept volumes", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, 30*time.Second, "the binding's "+kubeoceanv1alpha1.EventVolumesRetained+" event lists the kept volumes", func(ctx context.Context) (bool, error) {
 		events, err := w.Virtual.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
 		var messages []string
 		for _, e := range events.Items {
-			if e.InvolvedObject.UID == binding.UID && e.Reason == unbind.EventVolumesRetained {
+			if e.InvolvedObject.UID == binding.UID && e.Reason == kubeoceanv1alpha1.EventVolumesRetained {
 				messages = append(messages, e.Message)
 			}
 		}

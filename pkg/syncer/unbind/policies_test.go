@@ -56,12 +56,12 @@ func TestUnbindingReleasesOnlyPoliciesNoOtherBindingRelies(t *testing.T) {
 	}
 	var kept []string
 	for len(f.recorder.Events) > 0 {
-		if e := <-f.recorder.Events; strings.Contains(e, EventPolicyFinalizerKept) {
+		if e := <-f.recorder.Events; strings.Contains(e, kubeoceanv1alpha1.EventPolicyFinalizerKept) {
 			kept = append(kept, e)
 		}
 	}
 	if len(kept) != 1 || !strings.Contains(kept[0], "ResourceLeasingPolicies shared keep") || !strings.Contains(kept[0], "spec.mountNamespace") {
-		t.Errorf("events %q, want one %s naming only the policy shared", kept, EventPolicyFinalizerKept)
+		t.Errorf("events %q, want one %s naming only the policy shared", kept, kubeoceanv1alpha1.EventPolicyFinalizerKept)
 	}
 	if got := f.binding(t).Finalizers; len(got) != 0 {
 		t.Errorf("binding finalizers = %v, want the syncer's released", got)

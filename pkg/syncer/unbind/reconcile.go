@@ -19,10 +19,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
-// EventPolicyFinalizerKept is the reason of the event on the binding that
-// names the policies whose reclaim finalizer unbinding left in place.
-const EventPolicyFinalizerKept = "PolicyFinalizerKept"
-
 // progressRecheck is how often unbinding looks again while it waits for
 // the other controllers (their events also wake it).
 const progressRecheck = 5 * time.Second
@@ -140,7 +136,7 @@ func (c *Controller) reportKept(ctx context.Context, binding *kubeoceanv1alpha1.
 	slices.Sort(kept)
 	klog.FromContext(ctx).Info("Leaving the reclaim finalizer on policies that name no mount namespace: another binding of the same name may use them",
 		"resourceLeasingPolicies", kept, "finalizer", kubeoceanv1alpha1.FinalizerResourceLeasingPolicy)
-	c.opts.Recorder.Eventf(binding, corev1.EventTypeNormal, EventPolicyFinalizerKept,
+	c.opts.Recorder.Eventf(binding, corev1.EventTypeNormal, kubeoceanv1alpha1.EventPolicyFinalizerKept,
 		"ResourceLeasingPolicies %s keep the finalizer %s: they name no spec.mountNamespace, so another binding named %s "+
 			"(of another virtual cluster, or a later binding of this one) may use them; its syncer releases it once the policy is deleted and its nodes are reclaimed. "+
 			"Pin a policy to one binding with spec.mountNamespace; once no binding named %s uses one, remove the finalizer by hand "+

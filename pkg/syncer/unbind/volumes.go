@@ -14,10 +14,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
 )
 
-// EventVolumesRetained, on the binding, lists the physical volumes that
-// unbinding left in place with their data.
-const EventVolumesRetained = "VolumesRetained"
-
 // maxListedInEvent bounds the volumes an event names; the log line names
 // them all.
 const maxListedInEvent = 10
@@ -173,7 +169,7 @@ func (c *Controller) reportRetained(ctx context.Context, binding *kubeoceanv1alp
 	if len(listed) > maxListedInEvent {
 		listed = append(listed[:maxListedInEvent:maxListedInEvent], fmt.Sprintf("and %d more (see the syncer's log)", len(names)-maxListedInEvent))
 	}
-	c.opts.Recorder.Eventf(binding, corev1.EventTypeNormal, EventVolumesRetained,
+	c.opts.Recorder.Eventf(binding, corev1.EventTypeNormal, kubeoceanv1alpha1.EventVolumesRetained,
 		"Kept %d physical volumes with their data, reclaim policy Retain, Released: %s. Reuse or delete them in the physical cluster; unbinding with the annotation %s=true deletes them instead",
 		len(kept), strings.Join(listed, ", "), kubeoceanv1alpha1.AnnotationDeleteVolumes)
 }

@@ -97,8 +97,8 @@ func TestUnbindingRetainsProvisionedVolumes(t *testing.T) {
 		t.Errorf("physical writes: %s; want %s", writes, want)
 	}
 	evs := events(f)
-	if len(evs) == 0 || !strings.Contains(evs[0], EventVolumesRetained) || !strings.Contains(evs[0], "pvc-physical (claim team/data-db-0)") {
-		t.Errorf("events %q, want %s naming the kept volume first", evs, EventVolumesRetained)
+	if len(evs) == 0 || !strings.Contains(evs[0], kubeoceanv1alpha1.EventVolumesRetained) || !strings.Contains(evs[0], "pvc-physical (claim team/data-db-0)") {
+		t.Errorf("events %q, want %s naming the kept volume first", evs, kubeoceanv1alpha1.EventVolumesRetained)
 	}
 
 	// Run again (the claim's deletion pending, say): nothing is written twice.
@@ -129,7 +129,7 @@ func TestUnbindingDeletesProvisionedVolumesWhenAsked(t *testing.T) {
 		t.Errorf("volume %+v (%v), want it untouched under Delete", got, err)
 	}
 	for _, e := range events(f) {
-		if strings.Contains(e, EventVolumesRetained) {
+		if strings.Contains(e, kubeoceanv1alpha1.EventVolumesRetained) {
 			t.Errorf("event %q, but nothing was kept", e)
 		}
 	}
@@ -197,7 +197,7 @@ func TestUnbindingNeverDeletesTheStorageOfCopies(t *testing.T) {
 			}
 		}
 		for _, e := range events(f) {
-			if strings.Contains(e, EventVolumesRetained) {
+			if strings.Contains(e, kubeoceanv1alpha1.EventVolumesRetained) {
 				t.Errorf("deleteVolumes=%v: event %q lists a copy", deleteVolumes, e)
 			}
 		}
