@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -132,7 +133,7 @@ func refusedResize(t *testing.T, w *testenv.SyncerWorld, ns, claim string, v cla
 	if again.ResourceVersion != refused.ResourceVersion {
 		t.Errorf("the refused claim was written again: %+v", again.Status)
 	}
-	events, err := w.Virtual.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + claim + ",reason=" + provision.ReasonResizeRefused})
+	events, err := w.Virtual.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + claim + ",reason=" + kubeoceanv1alpha1.ReasonVolumeResizeFailed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -30,13 +31,6 @@ import (
 // class does not allow expansion, a quota) waits before it is tried again,
 // unless the user changes it.
 const ResizeRetry = 5 * time.Minute
-
-// Event and condition reasons of resizes.
-const (
-	ReasonResizing         = "Resizing"
-	ReasonResizeRefused    = "VolumeResizeFailed"
-	ReasonResizeSuccessful = "VolumeResizeSuccessful"
-)
 
 // resizeConditions are the claim conditions of a resize, which the syncer
 // writes as the resizer of its volumes.
@@ -135,7 +129,7 @@ func (c *Controller) resizeHolder(ctx context.Context, claim, holder *corev1.Per
 	case err == nil:
 		c.refused.forget(claim.UID)
 		logger.Info("Resizing in the physical cluster")
-		c.recorder.Eventf(claim, corev1.EventTypeNormal, ReasonResizing, "Resizing volume %s to %s: claim %s/%s of the physical cluster asks for it",
+		c.recorder.Eventf(claim, corev1.EventTypeNormal, kubeoceanv1alpha1.ReasonResizing, "Resizing volume %s to %s: claim %s/%s of the physical cluster asks for it",
 			claim.Spec.VolumeName, want.String(), c.mountNamespace, holder.Name)
 		return nil, controller.Result{}, nil
 	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
@@ -149,7 +143,7 @@ func (c *Controller) resizeHolder(ctx context.Context, claim, holder *corev1.Per
 		}
 		c.refused.set(claim.UID, last)
 		logger.Info("The physical cluster refused the resize", "err", err)
-		c.recorder.Event(claim, corev1.EventTypeWarning, ReasonResizeRefused, last.message)
+		c.recorder.Event(claim, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonVolumeResizeFailed, last.message)
 		return &last, controller.RequeueAfter(ResizeRetry), nil
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return nil, controller.Result{}, nil // the holder's event brings us back
@@ -211,7 +205,7 @@ func (c *Controller) updateResizeStatus(ctx context.Context, claim, holder *core
 	}
 	before, after := storageOf(claim.Status.Capacity), storageOf(status.Capacity)
 	if after.Cmp(before) > 0 {
-		c.recorder.Eventf(claim, corev1.EventTypeNormal, ReasonResizeSuccessful, "Volume %s resized to %s", claim.Spec.VolumeName, after.String())
+		c.recorder.Eventf(claim, corev1.EventTypeNormal, kubeoceanv1alpha1.ReasonVolumeResizeSuccessful, "Volume %s resized to %s", claim.Spec.VolumeName, after.String())
 	}
 	return nil
 }

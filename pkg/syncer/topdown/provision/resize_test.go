@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 func storage(q string) corev1.ResourceList {
@@ -153,7 +155,7 @@ func TestResizeFollowsThePhysicalVolume(t *testing.T) {
 		storageString(f.claim.Status.AllocatedResources) != "2Gi" || storageString(f.claim.Status.Capacity) != "1Gi" {
 		t.Errorf("claim status while resizing: %+v", f.claim.Status)
 	}
-	if got := f.events(); !slices.Equal(got, []string{ReasonResizing}) {
+	if got := f.events(); !slices.Equal(got, []string{kubeoceanv1alpha1.ReasonResizing}) {
 		t.Errorf("events %v", got)
 	}
 	if v, p, _ := f.sync(t); len(v)+len(p) != 0 {
@@ -207,7 +209,7 @@ func TestResizeFollowsThePhysicalVolume(t *testing.T) {
 		storageString(f.claim.Status.Capacity) != "2Gi" || storageString(f.claim.Status.AllocatedResources) != "2Gi" {
 		t.Errorf("claim status once resized: %+v", f.claim.Status)
 	}
-	if got := f.events(); !slices.Equal(got, []string{ReasonResizeSuccessful}) {
+	if got := f.events(); !slices.Equal(got, []string{kubeoceanv1alpha1.ReasonVolumeResizeSuccessful}) {
 		t.Errorf("events %v", got)
 	}
 	if v, p, _ := f.sync(t); len(v)+len(p) != 0 {
@@ -246,7 +248,7 @@ func TestResizeRefusedByThePhysicalCluster(t *testing.T) {
 		storageString(f.claim.Status.Capacity) != "1Gi" {
 		t.Errorf("claim status once refused: %+v", f.claim.Status)
 	}
-	if got := f.events(); !slices.Equal(got, []string{ReasonResizeRefused}) {
+	if got := f.events(); !slices.Equal(got, []string{kubeoceanv1alpha1.ReasonVolumeResizeFailed}) {
 		t.Errorf("events %v", got)
 	}
 

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // resizedStatus is the status a bound provisioned claim shows for its
@@ -70,7 +72,7 @@ func resizedStatus(claim, holder *corev1.PersistentVolumeClaim, refused *refusal
 		phase = corev1.PersistentVolumeClaimControllerResizeInfeasible
 		conditions = []corev1.PersistentVolumeClaimCondition{{
 			Type: corev1.PersistentVolumeClaimControllerResizeError, Status: corev1.ConditionTrue,
-			Reason: ReasonResizeRefused, Message: refused.message,
+			Reason: kubeoceanv1alpha1.ReasonVolumeResizeFailed, Message: refused.message,
 		}}
 	default:
 		for _, c := range holder.Status.Conditions {
@@ -83,7 +85,7 @@ func resizedStatus(claim, holder *corev1.PersistentVolumeClaim, refused *refusal
 		}
 		if len(conditions) == 0 {
 			conditions = []corev1.PersistentVolumeClaimCondition{{
-				Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue, Reason: ReasonResizing,
+				Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue, Reason: kubeoceanv1alpha1.ReasonResizing,
 				Message: "Waiting for the physical cluster to resize the volume",
 			}}
 		}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 func TestResizedStatus(t *testing.T) {
@@ -30,7 +32,7 @@ func TestResizedStatus(t *testing.T) {
 		s.AllocatedResources = storage("2Gi")
 		s.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{corev1.ResourceStorage: corev1.PersistentVolumeClaimControllerResizeInProgress}
 		s.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue,
-			Reason: ReasonResizing, Message: "Waiting for the physical cluster to resize the volume", LastTransitionTime: earlier}}
+			Reason: kubeoceanv1alpha1.ReasonResizing, Message: "Waiting for the physical cluster to resize the volume", LastTransitionTime: earlier}}
 	}
 	for name, tc := range map[string]struct {
 		claim, holder *corev1.PersistentVolumeClaim
@@ -70,7 +72,7 @@ func TestResizedStatus(t *testing.T) {
 				s.AllocatedResources = storage("2Gi")
 				s.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{corev1.ResourceStorage: corev1.PersistentVolumeClaimControllerResizeInfeasible}
 				s.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimControllerResizeError, Status: corev1.ConditionTrue,
-					Reason: ReasonResizeRefused, Message: "quota", LastTransitionTime: now}}
+					Reason: kubeoceanv1alpha1.ReasonVolumeResizeFailed, Message: "quota", LastTransitionTime: now}}
 			}),
 		},
 	} {
