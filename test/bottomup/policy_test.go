@@ -198,7 +198,7 @@ func TestPolicyController(t *testing.T) {
 			t.Errorf("Valid is not True: %+v", p.Status.Conditions)
 		}
 		active := meta.FindStatusCondition(p.Status.Conditions, kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive)
-		if active == nil || active.Status != metav1.ConditionTrue || active.Reason != policy.ReasonInTimeWindow {
+		if active == nil || active.Status != metav1.ConditionTrue || active.Reason != kubeoceanv1alpha1.ReasonInTimeWindow {
 			t.Errorf("Active = %+v", active)
 		}
 		if w := p.Status.ActiveTimeWindow; w == nil || w.Start != window.Start || w.End != window.End {
@@ -210,7 +210,7 @@ func TestPolicyController(t *testing.T) {
 		if p.Status.ObservedGeneration != p.Generation {
 			t.Errorf("observedGeneration = %d, generation %d", p.Status.ObservedGeneration, p.Generation)
 		}
-		env.waitForEvent(t, name, policy.EventActivated)
+		env.waitForEvent(t, name, kubeoceanv1alpha1.EventPolicyActivated)
 	})
 
 	t.Run("a policy outside its windows is Inactive until the next one opens", func(t *testing.T) {
@@ -222,7 +222,7 @@ func TestPolicyController(t *testing.T) {
 			return p.Status.Phase == kubeoceanv1alpha1.ResourceLeasingPolicyInactive
 		})
 		active := meta.FindStatusCondition(p.Status.Conditions, kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive)
-		if active == nil || active.Status != metav1.ConditionFalse || active.Reason != policy.ReasonOutsideTimeWindows {
+		if active == nil || active.Status != metav1.ConditionFalse || active.Reason != kubeoceanv1alpha1.ReasonOutsideTimeWindows {
 			t.Errorf("Active = %+v", active)
 		}
 		if p.Status.ActiveTimeWindow != nil {
@@ -241,11 +241,11 @@ func TestPolicyController(t *testing.T) {
 			return p.Status.Phase == kubeoceanv1alpha1.ResourceLeasingPolicyFailed
 		})
 		valid := meta.FindStatusCondition(p.Status.Conditions, kubeoceanv1alpha1.ResourceLeasingPolicyConditionValid)
-		if valid == nil || valid.Status != metav1.ConditionFalse || valid.Reason != policy.ReasonInvalidSpec ||
+		if valid == nil || valid.Status != metav1.ConditionFalse || valid.Reason != kubeoceanv1alpha1.ReasonInvalidSpec ||
 			!strings.Contains(valid.Message, `spec.timeZone: Invalid value: "Mars/Olympus_Mons"`) {
 			t.Errorf("Valid = %+v", valid)
 		}
-		event := env.waitForEvent(t, name, policy.EventInvalidPolicy)
+		event := env.waitForEvent(t, name, kubeoceanv1alpha1.EventInvalidPolicy)
 		if event.Type != corev1.EventTypeWarning || !strings.Contains(event.Message, "Mars/Olympus_Mons") {
 			t.Errorf("event = %s %q", event.Type, event.Message)
 		}
@@ -277,7 +277,7 @@ func TestPolicyController(t *testing.T) {
 		if err != nil {
 			t.Fatal("the policy is not gone after the last virtual node let go of it")
 		}
-		env.waitForEvent(t, name, policy.EventReclaimed)
+		env.waitForEvent(t, name, kubeoceanv1alpha1.EventPolicyReclaimed)
 	})
 
 	t.Run("policies of other bindings are left alone", func(t *testing.T) {

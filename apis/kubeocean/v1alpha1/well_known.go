@@ -314,3 +314,35 @@ const (
 	// the size the claim asks for.
 	ReasonVolumeResizeSuccessful = "VolumeResizeSuccessful"
 )
+
+// Reasons of the conditions and events on ResourceLeasingPolicies
+// (docs/operations.md §5 and §6).
+const (
+	// ReasonValid (condition Valid, True): the spec can be applied.
+	ReasonValid = "Valid"
+	// ReasonInvalidSpec (condition Valid of a policy, or Ready of a binding,
+	// False): the spec fails the controllers' validation; the message lists
+	// the fields.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonInTimeWindow (condition Active, True): the policy is inside one
+	// of its time windows, which the message names.
+	ReasonInTimeWindow = "InTimeWindow"
+	// ReasonOutsideTimeWindows (condition Active, False): the policy is
+	// outside every window; the message says until when.
+	ReasonOutsideTimeWindows = "OutsideTimeWindows"
+	// ReasonNoTimeWindows (condition Active, True): the policy has no
+	// windows, so it always lends.
+	ReasonNoTimeWindows = "NoTimeWindows"
+
+	// EventPolicyActivated (event on a policy): it entered a time window (or
+	// has none).
+	EventPolicyActivated = "Activated"
+	// EventPolicyDeactivated (event on a policy): it left its time windows.
+	EventPolicyDeactivated = "Deactivated"
+	// EventInvalidPolicy (Warning event on a policy): its spec cannot be
+	// applied.
+	EventInvalidPolicy = "InvalidPolicy"
+	// EventPolicyReclaimed (event on a deleted policy): no virtual node is
+	// lent by it any more, so its finalizer is removed.
+	EventPolicyReclaimed = "Reclaimed"
+)

@@ -84,7 +84,7 @@ func TestDeletionWaitsForVirtualNodes(t *testing.T) {
 	if finalizers := patchedFinalizers(t, actions[0]); len(finalizers) != 1 || finalizers[0] != "example.com/other" {
 		t.Errorf("finalizers after reclaim = %v, want only the foreign one", finalizers)
 	}
-	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Normal "+EventReclaimed) {
+	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Normal "+kubeoceanv1alpha1.EventPolicyReclaimed) {
 		t.Errorf("events = %q", events)
 	}
 

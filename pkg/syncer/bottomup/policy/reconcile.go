@@ -18,19 +18,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/ownership"
 )
 
-// Reasons of the events recorded on policies.
-const (
-	// EventActivated: the policy entered a time window (or has none).
-	EventActivated = "Activated"
-	// EventDeactivated: the policy left its time windows.
-	EventDeactivated = "Deactivated"
-	// EventInvalidPolicy: the spec cannot be applied (Warning).
-	EventInvalidPolicy = "InvalidPolicy"
-	// EventReclaimed: no virtual node is lent by the deleted policy any
-	// more; its finalizer is removed.
-	EventReclaimed = "Reclaimed"
-)
-
 const finalizer = kubeoceanv1alpha1.FinalizerResourceLeasingPolicy
 
 // reconcile brings one policy of this binding one step closer to its
@@ -97,7 +84,7 @@ func (c *Controller) releaseWhenReclaimed(ctx context.Context, policy *kubeocean
 		return fmt.Errorf("removing finalizer %s: %w", finalizer, err)
 	}
 	logger.V(2).Info("Virtual nodes reclaimed, removed finalizer", "finalizer", finalizer)
-	c.recorder.Event(policy, corev1.EventTypeNormal, EventReclaimed,
+	c.recorder.Event(policy, corev1.EventTypeNormal, kubeoceanv1alpha1.EventPolicyReclaimed,
 		"No virtual node is lent by the policy any more; releasing it for deletion.")
 	return nil
 }
@@ -154,12 +141,12 @@ func (c *Controller) recordTransition(policy *kubeoceanv1alpha1.ResourceLeasingP
 	case eval.phase == kubeoceanv1alpha1.ResourceLeasingPolicyFailed:
 		old := meta.FindStatusCondition(policy.Status.Conditions, kubeoceanv1alpha1.ResourceLeasingPolicyConditionValid)
 		if previous != eval.phase || old == nil || old.Message != eval.valid.Message {
-			c.recorder.Event(policy, corev1.EventTypeWarning, EventInvalidPolicy, eval.valid.Message)
+			c.recorder.Event(policy, corev1.EventTypeWarning, kubeoceanv1alpha1.EventInvalidPolicy, eval.valid.Message)
 		}
 	case previous == eval.phase:
 	case eval.phase == kubeoceanv1alpha1.ResourceLeasingPolicyActive:
-		c.recorder.Event(policy, corev1.EventTypeNormal, EventActivated, eval.active.Message)
+		c.recorder.Event(policy, corev1.EventTypeNormal, kubeoceanv1alpha1.EventPolicyActivated, eval.active.Message)
 	case eval.phase == kubeoceanv1alpha1.ResourceLeasingPolicyInactive:
-		c.recorder.Event(policy, corev1.EventTypeNormal, EventDeactivated, eval.active.Message)
+		c.recorder.Event(policy, corev1.EventTypeNormal, kubeoceanv1alpha1.EventPolicyDeactivated, eval.active.Message)
 	}
 }

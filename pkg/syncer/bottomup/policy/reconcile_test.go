@@ -202,27 +202,27 @@ func TestStatus(t *testing.T) {
 			policy:       withFinalizer(newPolicy("p", binding, window("09:00", "17:00"))),
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyActive,
 			active:       metav1.ConditionTrue,
-			activeReason: ReasonInTimeWindow,
+			activeReason: kubeoceanv1alpha1.ReasonInTimeWindow,
 			window:       true,
 			next:         new(time.Date(2026, time.March, 2, 17, 0, 0, 0, time.UTC)),
-			event:        "Normal " + EventActivated,
+			event:        "Normal " + kubeoceanv1alpha1.EventPolicyActivated,
 		},
 		{
 			name:         "outside its window",
 			policy:       withFinalizer(newPolicy("p", binding, window("20:00", "23:00"))),
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyInactive,
 			active:       metav1.ConditionFalse,
-			activeReason: ReasonOutsideTimeWindows,
+			activeReason: kubeoceanv1alpha1.ReasonOutsideTimeWindows,
 			next:         new(time.Date(2026, time.March, 2, 20, 0, 0, 0, time.UTC)),
-			event:        "Normal " + EventDeactivated,
+			event:        "Normal " + kubeoceanv1alpha1.EventPolicyDeactivated,
 		},
 		{
 			name:         "without windows",
 			policy:       withFinalizer(newPolicy("p", binding)),
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyActive,
 			active:       metav1.ConditionTrue,
-			activeReason: ReasonNoTimeWindows,
-			event:        "Normal " + EventActivated,
+			activeReason: kubeoceanv1alpha1.ReasonNoTimeWindows,
+			event:        "Normal " + kubeoceanv1alpha1.EventPolicyActivated,
 		},
 	}
 	for _, tt := range tests {
@@ -238,7 +238,7 @@ func TestStatus(t *testing.T) {
 				t.Errorf("phase %s generation %d, want %s 2", status.Phase, status.ObservedGeneration, tt.phase)
 			}
 			valid := meta.FindStatusCondition(status.Conditions, kubeoceanv1alpha1.ResourceLeasingPolicyConditionValid)
-			if valid == nil || valid.Status != metav1.ConditionTrue || valid.Reason != ReasonValid || valid.ObservedGeneration != 2 {
+			if valid == nil || valid.Status != metav1.ConditionTrue || valid.Reason != kubeoceanv1alpha1.ReasonValid || valid.ObservedGeneration != 2 {
 				t.Errorf("Valid = %+v", valid)
 			}
 			active := meta.FindStatusCondition(status.Conditions, kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive)
@@ -302,7 +302,7 @@ func TestWindowBoundaryFlipsTheStatus(t *testing.T) {
 	if result.RequeueAfter != 16*time.Hour {
 		t.Errorf("requeue after %v, want 16h until Tuesday 09:00", result.RequeueAfter)
 	}
-	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Normal "+EventDeactivated) {
+	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Normal "+kubeoceanv1alpha1.EventPolicyDeactivated) {
 		t.Errorf("events = %q", events)
 	}
 }
@@ -320,13 +320,13 @@ func TestInvalidPolicyFailsOnce(t *testing.T) {
 	status := f.cached("p").Status
 	valid := meta.FindStatusCondition(status.Conditions, kubeoceanv1alpha1.ResourceLeasingPolicyConditionValid)
 	if status.Phase != kubeoceanv1alpha1.ResourceLeasingPolicyFailed || valid == nil || valid.Status != metav1.ConditionFalse ||
-		valid.Reason != ReasonInvalidSpec || !strings.Contains(valid.Message, "spec.timeZone") {
+		valid.Reason != kubeoceanv1alpha1.ReasonInvalidSpec || !strings.Contains(valid.Message, "spec.timeZone") {
 		t.Fatalf("status = %+v", status)
 	}
 	if status.NextTransitionTime != nil || status.ActiveTimeWindow != nil {
 		t.Errorf("a failed policy reports window %v and next %v", status.ActiveTimeWindow, status.NextTransitionTime)
 	}
-	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+EventInvalidPolicy) || !strings.Contains(events[0], "Mars/Olympus_Mons") {
+	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+kubeoceanv1alpha1.EventInvalidPolicy) || !strings.Contains(events[0], "Mars/Olympus_Mons") {
 		t.Errorf("events = %q, want one InvalidPolicy warning", events)
 	}
 

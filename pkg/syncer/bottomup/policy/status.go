@@ -13,15 +13,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/validation"
 )
 
-// Reasons of the Valid and Active conditions.
-const (
-	ReasonValid              = "Valid"
-	ReasonInvalidSpec        = "InvalidSpec"
-	ReasonInTimeWindow       = "InTimeWindow"
-	ReasonOutsideTimeWindows = "OutsideTimeWindows"
-	ReasonNoTimeWindows      = "NoTimeWindows"
-)
-
 // evaluation is what a policy's spec means at one instant, before it is
 // merged into the status the policy already has.
 type evaluation struct {
@@ -52,7 +43,7 @@ func evaluate(spec *kubeoceanv1alpha1.ResourceLeasingPolicySpec, now time.Time) 
 	state := schedule.At(now)
 	e := evaluation{
 		phase:   kubeoceanv1alpha1.ResourceLeasingPolicyInactive,
-		valid:   condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionValid, metav1.ConditionTrue, ReasonValid, "The spec is valid."),
+		valid:   condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionValid, metav1.ConditionTrue, kubeoceanv1alpha1.ReasonValid, "The spec is valid."),
 		window:  state.Window,
 		next:    state.NextTransition,
 		recheck: state.NextTransition,
@@ -60,11 +51,11 @@ func evaluate(spec *kubeoceanv1alpha1.ResourceLeasingPolicySpec, now time.Time) 
 	switch {
 	case schedule.AlwaysActive():
 		e.phase = kubeoceanv1alpha1.ResourceLeasingPolicyActive
-		e.active = condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive, metav1.ConditionTrue, ReasonNoTimeWindows,
+		e.active = condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive, metav1.ConditionTrue, kubeoceanv1alpha1.ReasonNoTimeWindows,
 			"The policy has no time windows and lends its nodes at all times.")
 	case state.Active:
 		e.phase = kubeoceanv1alpha1.ResourceLeasingPolicyActive
-		e.active = condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive, metav1.ConditionTrue, ReasonInTimeWindow,
+		e.active = condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive, metav1.ConditionTrue, kubeoceanv1alpha1.ReasonInTimeWindow,
 			fmt.Sprintf("Inside the time window %s.", describeWindow(state.Window)))
 		e.recheck = windowChange(state, spec.TimeZone, now)
 	default:
@@ -72,7 +63,7 @@ func evaluate(spec *kubeoceanv1alpha1.ResourceLeasingPolicySpec, now time.Time) 
 		if !state.NextTransition.IsZero() {
 			message = fmt.Sprintf("Outside every time window until %s.", state.NextTransition.In(schedule.Location()).Format(time.RFC3339))
 		}
-		e.active = condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive, metav1.ConditionFalse, ReasonOutsideTimeWindows, message)
+		e.active = condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonOutsideTimeWindows, message)
 	}
 	return e
 }
@@ -80,8 +71,8 @@ func evaluate(spec *kubeoceanv1alpha1.ResourceLeasingPolicySpec, now time.Time) 
 func invalidEvaluation(err error) evaluation {
 	return evaluation{
 		phase: kubeoceanv1alpha1.ResourceLeasingPolicyFailed,
-		valid: condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionValid, metav1.ConditionFalse, ReasonInvalidSpec, err.Error()),
-		active: condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive, metav1.ConditionFalse, ReasonInvalidSpec,
+		valid: condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionValid, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonInvalidSpec, err.Error()),
+		active: condition(kubeoceanv1alpha1.ResourceLeasingPolicyConditionActive, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonInvalidSpec,
 			"Nothing is lent while the spec is invalid."),
 		invalid: err,
 	}

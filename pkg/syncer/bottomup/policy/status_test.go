@@ -37,14 +37,14 @@ func TestEvaluate(t *testing.T) {
 			spec:         kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b"},
 			now:          monday10,
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyActive,
-			activeReason: ReasonNoTimeWindows,
+			activeReason: kubeoceanv1alpha1.ReasonNoTimeWindows,
 		},
 		{
 			name:         "inside a window",
 			spec:         kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b", TimeWindows: []kubeoceanv1alpha1.TimeWindow{window("09:00", "17:00")}},
 			now:          monday10,
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyActive,
-			activeReason: ReasonInTimeWindow,
+			activeReason: kubeoceanv1alpha1.ReasonInTimeWindow,
 			window:       &kubeoceanv1alpha1.TimeWindow{Start: "09:00", End: "17:00"},
 			next:         at(2, 17, 0),
 			recheck:      at(2, 17, 0),
@@ -54,7 +54,7 @@ func TestEvaluate(t *testing.T) {
 			spec:         kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b", TimeWindows: []kubeoceanv1alpha1.TimeWindow{window("18:00", "20:00")}},
 			now:          monday10,
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyInactive,
-			activeReason: ReasonOutsideTimeWindows,
+			activeReason: kubeoceanv1alpha1.ReasonOutsideTimeWindows,
 			next:         at(2, 18, 0),
 			recheck:      at(2, 18, 0),
 		},
@@ -63,7 +63,7 @@ func TestEvaluate(t *testing.T) {
 			spec:         kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b", TimeWindows: []kubeoceanv1alpha1.TimeWindow{window("09:00", "17:00", kubeoceanv1alpha1.Saturday)}},
 			now:          monday10,
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyInactive,
-			activeReason: ReasonOutsideTimeWindows,
+			activeReason: kubeoceanv1alpha1.ReasonOutsideTimeWindows,
 			next:         at(7, 9, 0),
 			recheck:      at(7, 9, 0),
 		},
@@ -72,7 +72,7 @@ func TestEvaluate(t *testing.T) {
 			spec:         kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b", TimeWindows: []kubeoceanv1alpha1.TimeWindow{window("22:00", "02:00", kubeoceanv1alpha1.Sunday)}},
 			now:          at(2, 1, 0),
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyActive,
-			activeReason: ReasonInTimeWindow,
+			activeReason: kubeoceanv1alpha1.ReasonInTimeWindow,
 			window:       &kubeoceanv1alpha1.TimeWindow{Start: "22:00", End: "02:00", Days: []kubeoceanv1alpha1.DayOfWeek{kubeoceanv1alpha1.Sunday}},
 			next:         at(2, 2, 0),
 			recheck:      at(2, 2, 0),
@@ -83,7 +83,7 @@ func TestEvaluate(t *testing.T) {
 				TimeWindows: []kubeoceanv1alpha1.TimeWindow{window("09:00", "11:00")}},
 			now:          monday10, // 11:00 in Berlin: just closed
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyInactive,
-			activeReason: ReasonOutsideTimeWindows,
+			activeReason: kubeoceanv1alpha1.ReasonOutsideTimeWindows,
 			next:         at(3, 8, 0),
 			recheck:      at(3, 8, 0),
 		},
@@ -93,7 +93,7 @@ func TestEvaluate(t *testing.T) {
 				TimeWindows: []kubeoceanv1alpha1.TimeWindow{window("08:00", "12:00"), window("12:00", "18:00")}},
 			now:          monday10,
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyActive,
-			activeReason: ReasonInTimeWindow,
+			activeReason: kubeoceanv1alpha1.ReasonInTimeWindow,
 			window:       &kubeoceanv1alpha1.TimeWindow{Start: "08:00", End: "12:00"},
 			next:         at(2, 18, 0),
 			recheck:      at(2, 12, 0),
@@ -103,7 +103,7 @@ func TestEvaluate(t *testing.T) {
 			spec:         kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b", TimeWindows: []kubeoceanv1alpha1.TimeWindow{window("00:00", "00:00")}},
 			now:          monday10,
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyActive,
-			activeReason: ReasonInTimeWindow,
+			activeReason: kubeoceanv1alpha1.ReasonInTimeWindow,
 			window:       &kubeoceanv1alpha1.TimeWindow{Start: "00:00", End: "00:00"},
 		},
 		{
@@ -111,7 +111,7 @@ func TestEvaluate(t *testing.T) {
 			spec:         kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b", TimeZone: "Mars/Olympus_Mons"},
 			now:          monday10,
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyFailed,
-			activeReason: ReasonInvalidSpec,
+			activeReason: kubeoceanv1alpha1.ReasonInvalidSpec,
 			invalid:      `spec.timeZone: Invalid value: "Mars/Olympus_Mons"`,
 		},
 		{
@@ -121,7 +121,7 @@ func TestEvaluate(t *testing.T) {
 			}}}},
 			now:          monday10,
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyFailed,
-			activeReason: ReasonInvalidSpec,
+			activeReason: kubeoceanv1alpha1.ReasonInvalidSpec,
 			invalid:      "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]",
 		},
 		{
@@ -129,7 +129,7 @@ func TestEvaluate(t *testing.T) {
 			spec:         kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b", TimeWindows: []kubeoceanv1alpha1.TimeWindow{window("25:00", "26:00")}},
 			now:          monday10,
 			phase:        kubeoceanv1alpha1.ResourceLeasingPolicyFailed,
-			activeReason: ReasonInvalidSpec,
+			activeReason: kubeoceanv1alpha1.ReasonInvalidSpec,
 			invalid:      "spec.timeWindows[0].start",
 		},
 	}
@@ -156,14 +156,14 @@ func TestEvaluate(t *testing.T) {
 				t.Errorf("next, recheck = %v, %v; want %v, %v", e.next, e.recheck, tt.next, tt.recheck)
 			}
 			if tt.invalid == "" {
-				if e.invalid != nil || e.valid.Status != metav1.ConditionTrue || e.valid.Reason != ReasonValid {
+				if e.invalid != nil || e.valid.Status != metav1.ConditionTrue || e.valid.Reason != kubeoceanv1alpha1.ReasonValid {
 					t.Errorf("valid spec reported invalid: %v %+v", e.invalid, e.valid)
 				}
 				return
 			}
-			if e.invalid == nil || e.valid.Status != metav1.ConditionFalse || e.valid.Reason != ReasonInvalidSpec ||
+			if e.invalid == nil || e.valid.Status != metav1.ConditionFalse || e.valid.Reason != kubeoceanv1alpha1.ReasonInvalidSpec ||
 				!strings.Contains(e.valid.Message, tt.invalid) {
-				t.Errorf("Valid = %+v (err %v), want False/%s mentioning %q", e.valid, e.invalid, ReasonInvalidSpec, tt.invalid)
+				t.Errorf("Valid = %+v (err %v), want False/%s mentioning %q", e.valid, e.invalid, kubeoceanv1alpha1.ReasonInvalidSpec, tt.invalid)
 			}
 		})
 	}
