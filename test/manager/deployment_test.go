@@ -72,7 +72,7 @@ func TestDeploymentMode(t *testing.T) {
 		if first.Labels[syncers.LabelManagedBy] != syncers.ManagedByManager || first.Labels[kubeoceanv1alpha1.LabelClusterBinding] != name {
 			t.Errorf("labels = %v", first.Labels)
 		}
-		b := w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingPending, syncers.ReasonUnavailable, 30*time.Second)
+		b := w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingPending, kubeoceanv1alpha1.ReasonSyncerUnavailable, 30*time.Second)
 		connected := meta.FindStatusCondition(b.Status.Conditions, kubeoceanv1alpha1.ClusterBindingConditionConnected)
 		syncerReady := meta.FindStatusCondition(b.Status.Conditions, kubeoceanv1alpha1.ClusterBindingConditionSyncerReady)
 		if connected == nil || connected.Status != metav1.ConditionTrue || syncerReady == nil || syncerReady.Status != metav1.ConditionFalse {

@@ -346,3 +346,56 @@ const (
 	// lent by it any more, so its finalizer is removed.
 	EventPolicyReclaimed = "Reclaimed"
 )
+
+// Reasons of a binding's SyncerReady condition (also Ready's while the
+// syncer is not running) and the events the manager records on a binding
+// about its syncer (docs/operations.md §4 and §6).
+const (
+	// ReasonSyncerRunning (True): the syncer runs; in deployment mode an
+	// available replica, in-process its caches synced.
+	ReasonSyncerRunning = "SyncerRunning"
+	// ReasonSyncerStarting: the syncer Deployment is being created, or an
+	// in-process syncer waits for its caches.
+	ReasonSyncerStarting = "SyncerStarting"
+	// ReasonSyncerFailed: an in-process syncer stopped with an error; it is
+	// restarted with backoff.
+	ReasonSyncerFailed = "SyncerFailed"
+	// ReasonSyncerTemplateError: the syncer templates do not render for the
+	// binding.
+	ReasonSyncerTemplateError = "SyncerTemplateError"
+	// ReasonSyncerRollingOut: the syncer Deployment is rolling out.
+	ReasonSyncerRollingOut = "SyncerRollingOut"
+	// ReasonSyncerUnavailable: the syncer Deployment has no available
+	// replica.
+	ReasonSyncerUnavailable = "SyncerUnavailable"
+	// ReasonSyncerDeploymentFailed: the Deployment does not progress, or an
+	// object the templates render is not the binding's.
+	ReasonSyncerDeploymentFailed = "SyncerDeploymentFailed"
+	// ReasonSyncerDeploymentDeleting: the syncer Deployment is being
+	// deleted.
+	ReasonSyncerDeploymentDeleting = "SyncerDeploymentDeleting"
+
+	// EventSyncerCreated: a syncer object was created from the templates.
+	EventSyncerCreated = "SyncerCreated"
+	// EventSyncerUpdated: a syncer object was updated from the templates.
+	EventSyncerUpdated = "SyncerUpdated"
+	// EventSyncerDeleted: a syncer Deployment was deleted (unbinding, or a
+	// leftover after a template renamed it).
+	EventSyncerDeleted = "SyncerDeleted"
+	// EventSyncerStarted: an in-process syncer started.
+	EventSyncerStarted = "SyncerStarted"
+	// EventSyncerRestarted: an in-process syncer restarted after a spec or
+	// kubeconfig change, or after a failure.
+	EventSyncerRestarted = "SyncerRestarted"
+	// EventSyncerStopped: an in-process syncer stopped.
+	EventSyncerStopped = "SyncerStopped"
+	// EventSyncerCrashed (Warning): an in-process syncer failed; the message
+	// holds the error.
+	EventSyncerCrashed = "SyncerCrashed"
+
+	// AnnotationSyncerRenderHash on each object the manager renders for a
+	// syncer is the hash of the rendering. The object is updated when a new
+	// rendering hashes differently; edits by hand stay until then (delete
+	// the object to get a fresh one at once).
+	AnnotationSyncerRenderHash = "kubeocean.io/syncer-render-hash"
+)

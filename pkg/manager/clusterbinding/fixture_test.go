@@ -102,7 +102,7 @@ type fakeRunner struct {
 }
 
 func newFakeRunner() *fakeRunner {
-	return &fakeRunner{state: syncers.State{Phase: syncers.PhaseReady, Reason: syncers.ReasonRunning, Message: "runs"}, running: map[string]bool{}, gone: true}
+	return &fakeRunner{state: syncers.State{Phase: syncers.PhaseReady, Reason: kubeoceanv1alpha1.ReasonSyncerRunning, Message: "runs"}, running: map[string]bool{}, gone: true}
 }
 
 func (r *fakeRunner) Ensure(_ context.Context, b *kubeoceanv1alpha1.ClusterBinding, hash string) (syncers.State, error) {

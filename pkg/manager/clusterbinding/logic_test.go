@@ -148,7 +148,7 @@ func TestClusterIDOwner(t *testing.T) {
 
 func TestDesiredStatus(t *testing.T) {
 	ok := &connRecord{checkedAt: start}
-	ready := &syncers.State{Phase: syncers.PhaseReady, Reason: syncers.ReasonRunning}
+	ready := &syncers.State{Phase: syncers.PhaseReady, Reason: kubeoceanv1alpha1.ReasonSyncerRunning}
 	tests := []struct {
 		name                         string
 		obs                          observation
@@ -160,10 +160,10 @@ func TestDesiredStatus(t *testing.T) {
 			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionUnknown, metav1.ConditionFalse, ReasonInvalidSpec},
 		{"unreachable, syncer still running", observation{conn: &connRecord{failure: &connectivity.Failure{Reason: connectivity.ReasonUnreachable}}, syncer: ready},
 			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, connectivity.ReasonUnreachable},
-		{"connected, syncer starting", observation{conn: ok, syncer: &syncers.State{Phase: syncers.PhaseStarting, Reason: syncers.ReasonStarting}},
-			kubeoceanv1alpha1.ClusterBindingPending, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, syncers.ReasonStarting},
-		{"connected, syncer failed", observation{conn: ok, syncer: &syncers.State{Phase: syncers.PhaseFailed, Reason: syncers.ReasonTemplateError}},
-			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, syncers.ReasonTemplateError},
+		{"connected, syncer starting", observation{conn: ok, syncer: &syncers.State{Phase: syncers.PhaseStarting, Reason: kubeoceanv1alpha1.ReasonSyncerStarting}},
+			kubeoceanv1alpha1.ClusterBindingPending, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonSyncerStarting},
+		{"connected, syncer failed", observation{conn: ok, syncer: &syncers.State{Phase: syncers.PhaseFailed, Reason: kubeoceanv1alpha1.ReasonSyncerTemplateError}},
+			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonSyncerTemplateError},
 		{"ready", observation{conn: ok, syncer: ready},
 			kubeoceanv1alpha1.ClusterBindingReady, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonReady},
 	}
@@ -191,7 +191,7 @@ func TestDesiredStatus(t *testing.T) {
 }
 
 func TestDesiredStatusKeepsTransitionTimes(t *testing.T) {
-	obs := observation{generation: 1, conn: &connRecord{checkedAt: start}, syncer: &syncers.State{Phase: syncers.PhaseReady, Reason: syncers.ReasonRunning}}
+	obs := observation{generation: 1, conn: &connRecord{checkedAt: start}, syncer: &syncers.State{Phase: syncers.PhaseReady, Reason: kubeoceanv1alpha1.ReasonSyncerRunning}}
 	first := desiredStatus(kubeoceanv1alpha1.ClusterBindingStatus{}, obs, start.Add(500*time.Millisecond))
 	again := desiredStatus(first, obs, start.Add(time.Hour))
 	for i := range first.Conditions {

@@ -93,16 +93,16 @@ func eventsStartWith(events, prefixes []string) bool {
 func TestReconcileSyncerStartingIsPending(t *testing.T) {
 	b := bound(newBinding("worker-1", "w1"))
 	f := newFixture(t, []*kubeoceanv1alpha1.ClusterBinding{b})
-	f.runner.state = syncers.State{Phase: syncers.PhaseStarting, Reason: syncers.ReasonUnavailable, Message: "0 of 2 available"}
+	f.runner.state = syncers.State{Phase: syncers.PhaseStarting, Reason: kubeoceanv1alpha1.ReasonSyncerUnavailable, Message: "0 of 2 available"}
 
 	f.reconcile(b.Name)
 
 	got := f.cached(b.Name)
 	ready, syncerReady := conditionOf(t, got, conditionReady), conditionOf(t, got, conditionSyncerReady)
-	if got.Status.Phase != kubeoceanv1alpha1.ClusterBindingPending || ready.Reason != syncers.ReasonUnavailable || syncerReady.Status != metav1.ConditionFalse {
+	if got.Status.Phase != kubeoceanv1alpha1.ClusterBindingPending || ready.Reason != kubeoceanv1alpha1.ReasonSyncerUnavailable || syncerReady.Status != metav1.ConditionFalse {
 		t.Errorf("phase %s, Ready %+v, SyncerReady %+v", got.Status.Phase, ready, syncerReady)
 	}
-	f.runner.state = syncers.State{Phase: syncers.PhaseFailed, Reason: syncers.ReasonFailed, Message: "crashed", RetryAfter: 20 * time.Second}
+	f.runner.state = syncers.State{Phase: syncers.PhaseFailed, Reason: kubeoceanv1alpha1.ReasonSyncerFailed, Message: "crashed", RetryAfter: 20 * time.Second}
 	result, _, _ := f.reconcile(b.Name)
 	if f.cached(b.Name).Status.Phase != kubeoceanv1alpha1.ClusterBindingFailed || result.RequeueAfter != 20*time.Second {
 		t.Errorf("a failed syncer: phase %s, requeue %v", f.cached(b.Name).Status.Phase, result.RequeueAfter)

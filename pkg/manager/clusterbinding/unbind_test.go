@@ -44,7 +44,7 @@ func TestUnbindWaitsForTheSyncersCleanup(t *testing.T) {
 func TestUnbindStartsTheSyncerToCleanUp(t *testing.T) {
 	b := deleting(newBinding("worker-1", "w1"), managerFinalizer, syncerFinalizer)
 	f := newFixture(t, []*kubeoceanv1alpha1.ClusterBinding{b}, kubeconfigSecret(b, "c"))
-	f.runner.state = syncers.State{Phase: syncers.PhaseFailed, Reason: syncers.ReasonFailed, Message: "connection refused"}
+	f.runner.state = syncers.State{Phase: syncers.PhaseFailed, Reason: kubeoceanv1alpha1.ReasonSyncerFailed, Message: "connection refused"}
 
 	result, err, _ := f.reconcile(b.Name)
 

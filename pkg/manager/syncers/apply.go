@@ -54,7 +54,7 @@ func decorate(obj syncertemplate.Object, binding *kubeoceanv1alpha1.ClusterBindi
 		Controller: ptr.To(true),
 	}})
 	annotations := obj.GetAnnotations()
-	delete(annotations, AnnotationRenderHash)
+	delete(annotations, kubeoceanv1alpha1.AnnotationSyncerRenderHash)
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("hashing rendered %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
@@ -63,7 +63,7 @@ func decorate(obj syncertemplate.Object, binding *kubeoceanv1alpha1.ClusterBindi
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationRenderHash] = hex.EncodeToString(sum[:16])
+	annotations[kubeoceanv1alpha1.AnnotationSyncerRenderHash] = hex.EncodeToString(sum[:16])
 	obj.SetAnnotations(annotations)
 	return nil
 }
@@ -112,7 +112,7 @@ func applyObject[T syncertemplate.Object](ctx context.Context, binding *kubeocea
 			kind, existing.GetNamespace(), existing.GetName(), binding.Name)}
 	}
 	if existing.GetDeletionTimestamp() != nil ||
-		existing.GetAnnotations()[AnnotationRenderHash] == desired.GetAnnotations()[AnnotationRenderHash] {
+		existing.GetAnnotations()[kubeoceanv1alpha1.AnnotationSyncerRenderHash] == desired.GetAnnotations()[kubeoceanv1alpha1.AnnotationSyncerRenderHash] {
 		// Unchanged, or going away: its deletion brings the binding back
 		// here to create it anew.
 		return existing, actionNone, nil
@@ -139,9 +139,9 @@ func (d *Deployments) recordAction(ctx context.Context, binding *kubeoceanv1alph
 	}
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	klog.FromContext(ctx).Info("Applied syncer object", "kind", kind, "object", klog.KObj(obj), "action", done)
-	reason := EventSyncerCreated
+	reason := kubeoceanv1alpha1.EventSyncerCreated
 	if done == actionUpdated {
-		reason = EventSyncerUpdated
+		reason = kubeoceanv1alpha1.EventSyncerUpdated
 	}
 	d.opts.Recorder.Eventf(binding, corev1.EventTypeNormal, reason, "Syncer %s %s/%s %s from the templates.", kind, obj.GetNamespace(), obj.GetName(), done)
 }

@@ -35,10 +35,6 @@ const (
 	LabelManagedBy   = "app.kubernetes.io/managed-by"
 	ManagedByManager = "kubeocean-manager"
 	ManagedSelector  = LabelManagedBy + "=" + ManagedByManager
-	// AnnotationRenderHash is the hash of the rendered object. The object
-	// is updated when a new rendering hashes differently; edits by hand
-	// stay until then (delete the object to get a fresh one at once).
-	AnnotationRenderHash = "kubeocean.io/syncer-render-hash"
 )
 
 // conflictRetry is when a name taken by another owner is looked at again.
@@ -156,19 +152,19 @@ func (d *Deployments) Ensure(ctx context.Context, binding *kubeoceanv1alpha1.Clu
 	if binding.DeletionTimestamp != nil && slices.Contains(binding.Finalizers, metav1.FinalizerDeleteDependents) {
 		// The garbage collector deletes what the binding owns before the
 		// binding; a recreated syncer would only be deleted again.
-		return State{Phase: PhaseFailed, Reason: ReasonDeploymentRemoved, Message: "The binding is being deleted in the foreground, " +
+		return State{Phase: PhaseFailed, Reason: kubeoceanv1alpha1.ReasonSyncerDeploymentDeleting, Message: "The binding is being deleted in the foreground, " +
 			"so the garbage collector deletes its syncer Deployment before the syncer can clean up; delete bindings in the background (the default)."}, nil
 	}
 	objects, err := d.render(binding, kubeconfigHash)
 	if err != nil {
-		return State{Phase: PhaseFailed, Reason: ReasonTemplateError, Message: err.Error()}, nil
+		return State{Phase: PhaseFailed, Reason: kubeoceanv1alpha1.ReasonSyncerTemplateError, Message: err.Error()}, nil
 	}
 	var deployment *appsv1.Deployment
 	for _, desired := range objects {
 		current, action, err := d.apply(ctx, binding, desired)
 		var conflict *conflictError
 		if errors.As(err, &conflict) {
-			return State{Phase: PhaseFailed, Reason: ReasonDeploymentFailed, Message: conflict.Error(), RetryAfter: conflictRetry}, nil
+			return State{Phase: PhaseFailed, Reason: kubeoceanv1alpha1.ReasonSyncerDeploymentFailed, Message: conflict.Error(), RetryAfter: conflictRetry}, nil
 		}
 		if err != nil {
 			return State{}, err
@@ -215,7 +211,7 @@ func (d *Deployments) delete(ctx context.Context, binding *kubeoceanv1alpha1.Clu
 		return fmt.Errorf("deleting syncer Deployment %s/%s: %w", dep.Namespace, dep.Name, err)
 	}
 	klog.FromContext(ctx).Info("Deleted syncer Deployment", "deployment", klog.KObj(dep))
-	d.opts.Recorder.Eventf(binding, corev1.EventTypeNormal, EventSyncerDeleted, "Deleted syncer Deployment %s/%s.", dep.Namespace, dep.Name)
+	d.opts.Recorder.Eventf(binding, corev1.EventTypeNormal, kubeoceanv1alpha1.EventSyncerDeleted, "Deleted syncer Deployment %s/%s.", dep.Namespace, dep.Name)
 	return nil
 }
 
@@ -287,11 +283,11 @@ func (d *Deployments) templateData(binding *kubeoceanv1alpha1.ClusterBinding, ku
 // deploymentState reads a syncer's readiness from its Deployment.
 func deploymentState(dep *appsv1.Deployment) State {
 	if dep == nil {
-		return State{Phase: PhaseStarting, Reason: ReasonStarting, Message: "The syncer Deployment is being created."}
+		return State{Phase: PhaseStarting, Reason: kubeoceanv1alpha1.ReasonSyncerStarting, Message: "The syncer Deployment is being created."}
 	}
 	name := dep.Namespace + "/" + dep.Name
 	if dep.DeletionTimestamp != nil {
-		return State{Phase: PhaseStarting, Reason: ReasonDeploymentRemoved, Message: fmt.Sprintf("The syncer Deployment %s is being deleted.", name)}
+		return State{Phase: PhaseStarting, Reason: kubeoceanv1alpha1.ReasonSyncerDeploymentDeleting, Message: fmt.Sprintf("The syncer Deployment %s is being deleted.", name)}
 	}
 	replicas := ptr.Deref(dep.Spec.Replicas, 1)
 	// Conditions of an older generation say nothing about this one.
@@ -300,18 +296,18 @@ func deploymentState(dep *appsv1.Deployment) State {
 			failedProgress := c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse
 			failedReplicas := c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue
 			if failedProgress || failedReplicas {
-				return State{Phase: PhaseFailed, Reason: ReasonDeploymentFailed, Message: fmt.Sprintf("The syncer Deployment %s failed: %s: %s", name, c.Reason, c.Message)}
+				return State{Phase: PhaseFailed, Reason: kubeoceanv1alpha1.ReasonSyncerDeploymentFailed, Message: fmt.Sprintf("The syncer Deployment %s failed: %s: %s", name, c.Reason, c.Message)}
 			}
 		}
 	}
 	if dep.Status.ObservedGeneration < dep.Generation || dep.Status.UpdatedReplicas < replicas {
-		return State{Phase: PhaseStarting, Reason: ReasonRollingOut,
+		return State{Phase: PhaseStarting, Reason: kubeoceanv1alpha1.ReasonSyncerRollingOut,
 			Message: fmt.Sprintf("The syncer Deployment %s is rolling out (%d of %d replicas updated).", name, dep.Status.UpdatedReplicas, replicas)}
 	}
 	if dep.Status.AvailableReplicas < 1 {
-		return State{Phase: PhaseStarting, Reason: ReasonUnavailable,
+		return State{Phase: PhaseStarting, Reason: kubeoceanv1alpha1.ReasonSyncerUnavailable,
 			Message: fmt.Sprintf("Waiting for the syncer Deployment %s to become available (0 of %d replicas available).", name, replicas)}
 	}
-	return State{Phase: PhaseReady, Reason: ReasonRunning,
+	return State{Phase: PhaseReady, Reason: kubeoceanv1alpha1.ReasonSyncerRunning,
 		Message: fmt.Sprintf("The syncer Deployment %s has %d of %d replicas available.", name, dep.Status.AvailableReplicas, replicas)}
 }

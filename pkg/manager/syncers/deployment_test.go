@@ -165,7 +165,7 @@ func TestDeploymentsEnsureCreatesOnceAndDecorates(t *testing.T) {
 	if d.Namespace != "kubeocean-system" || d.Name != "kubeocean-syncer-worker-1" {
 		t.Errorf("deployment %s/%s", d.Namespace, d.Name)
 	}
-	if d.Labels[LabelManagedBy] != ManagedByManager || d.Labels[kubeoceanv1alpha1.LabelClusterBinding] != "worker-1" || d.Annotations[AnnotationRenderHash] == "" {
+	if d.Labels[LabelManagedBy] != ManagedByManager || d.Labels[kubeoceanv1alpha1.LabelClusterBinding] != "worker-1" || d.Annotations[kubeoceanv1alpha1.AnnotationSyncerRenderHash] == "" {
 		t.Errorf("deployment not decorated: labels %v annotations %v", d.Labels, d.Annotations)
 	}
 	owner := metav1.GetControllerOf(d)
@@ -181,7 +181,7 @@ func TestDeploymentsEnsureCreatesOnceAndDecorates(t *testing.T) {
 	if d.Spec.Template.Annotations["kubeconfig"] != "hash-1" {
 		t.Errorf("pod template does not carry the kubeconfig hash: %v", d.Spec.Template.Annotations)
 	}
-	if events := drain(f.recorder); len(events) != 2 || !strings.Contains(events[1], EventSyncerCreated) {
+	if events := drain(f.recorder); len(events) != 2 || !strings.Contains(events[1], kubeoceanv1alpha1.EventSyncerCreated) {
 		t.Errorf("events = %v", events)
 	}
 
@@ -256,7 +256,7 @@ func TestDeploymentsEnsureTemplateErrorIsReported(t *testing.T) {
 
 	state, actions := f.ensure(testBinding())
 
-	if len(actions) != 0 || state.Phase != PhaseFailed || state.Reason != ReasonTemplateError || !strings.Contains(state.Message, "index") {
+	if len(actions) != 0 || state.Phase != PhaseFailed || state.Reason != kubeoceanv1alpha1.ReasonSyncerTemplateError || !strings.Contains(state.Message, "index") {
 		t.Fatalf("state %+v after writes %v; want a template error and no write", state, verbs(actions))
 	}
 }
@@ -348,19 +348,19 @@ func TestDeploymentState(t *testing.T) {
 		want       Phase
 		wantReason string
 	}{
-		{"not created yet", nil, PhaseStarting, ReasonStarting},
-		{"available", deployment(func(*appsv1.Deployment) {}), PhaseReady, ReasonRunning},
-		{"none available", deployment(func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 0 }), PhaseStarting, ReasonUnavailable},
-		{"new generation not observed", deployment(func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 1 }), PhaseStarting, ReasonRollingOut},
-		{"rolling out", deployment(func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }), PhaseStarting, ReasonRollingOut},
+		{"not created yet", nil, PhaseStarting, kubeoceanv1alpha1.ReasonSyncerStarting},
+		{"available", deployment(func(*appsv1.Deployment) {}), PhaseReady, kubeoceanv1alpha1.ReasonSyncerRunning},
+		{"none available", deployment(func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 0 }), PhaseStarting, kubeoceanv1alpha1.ReasonSyncerUnavailable},
+		{"new generation not observed", deployment(func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 1 }), PhaseStarting, kubeoceanv1alpha1.ReasonSyncerRollingOut},
+		{"rolling out", deployment(func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }), PhaseStarting, kubeoceanv1alpha1.ReasonSyncerRollingOut},
 		{"progress deadline exceeded", deployment(func(d *appsv1.Deployment) {
 			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}
-		}), PhaseFailed, ReasonDeploymentFailed},
+		}), PhaseFailed, kubeoceanv1alpha1.ReasonSyncerDeploymentFailed},
 		{"stale failure of an older generation", deployment(func(d *appsv1.Deployment) {
 			d.Status.ObservedGeneration = 1
 			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue}}
-		}), PhaseStarting, ReasonRollingOut},
-		{"being deleted", deployment(func(d *appsv1.Deployment) { d.DeletionTimestamp = &now }), PhaseStarting, ReasonDeploymentRemoved},
+		}), PhaseStarting, kubeoceanv1alpha1.ReasonSyncerRollingOut},
+		{"being deleted", deployment(func(d *appsv1.Deployment) { d.DeletionTimestamp = &now }), PhaseStarting, kubeoceanv1alpha1.ReasonSyncerDeploymentDeleting},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

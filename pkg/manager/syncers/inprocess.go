@@ -143,13 +143,13 @@ func (s *InProcess) Ensure(ctx context.Context, binding *kubeoceanv1alpha1.Clust
 	switch {
 	case r == nil:
 		s.start(ctx, binding, rev, 0)
-		s.opts.Recorder.Event(binding, corev1.EventTypeNormal, EventSyncerStarted, "Started the syncer in the manager's process.")
+		s.opts.Recorder.Event(binding, corev1.EventTypeNormal, kubeoceanv1alpha1.EventSyncerStarted, "Started the syncer in the manager's process.")
 	case r.revision != rev:
 		if err := s.stop(ctx, binding.Name, r); err != nil {
 			return State{}, err
 		}
 		s.start(ctx, binding, rev, 0)
-		s.opts.Recorder.Event(binding, corev1.EventTypeNormal, EventSyncerRestarted,
+		s.opts.Recorder.Event(binding, corev1.EventTypeNormal, kubeoceanv1alpha1.EventSyncerRestarted,
 			"Restarted the syncer in the manager's process: the binding's spec or kubeconfig changed.")
 	case isDone(r):
 		now := s.opts.Clock.Now()
@@ -157,7 +157,7 @@ func (s *InProcess) Ensure(ctx context.Context, binding *kubeoceanv1alpha1.Clust
 			return s.failedState(r, retryAt.Sub(now)), nil
 		}
 		s.start(ctx, binding, rev, s.failuresAfter(r))
-		s.opts.Recorder.Event(binding, corev1.EventTypeNormal, EventSyncerRestarted, "Restarted the syncer in the manager's process after it failed.")
+		s.opts.Recorder.Event(binding, corev1.EventTypeNormal, kubeoceanv1alpha1.EventSyncerRestarted, "Restarted the syncer in the manager's process after it failed.")
 	}
 	state, _ := s.Observe(binding)
 	return state, nil
@@ -173,10 +173,10 @@ func (s *InProcess) Observe(binding *kubeoceanv1alpha1.ClusterBinding) (State, b
 		return s.failedState(r, max(s.retryAt(r).Sub(s.opts.Clock.Now()), 0)), true
 	}
 	if r.ready.Load() {
-		return State{Phase: PhaseReady, Reason: ReasonRunning,
+		return State{Phase: PhaseReady, Reason: kubeoceanv1alpha1.ReasonSyncerRunning,
 			Message: "The syncer runs in the manager's process and its caches are synced."}, true
 	}
-	return State{Phase: PhaseStarting, Reason: ReasonStarting,
+	return State{Phase: PhaseStarting, Reason: kubeoceanv1alpha1.ReasonSyncerStarting,
 		Message: "The syncer is starting in the manager's process: waiting for its caches to sync."}, true
 }
 
@@ -189,7 +189,7 @@ func (s *InProcess) Remove(ctx context.Context, binding *kubeoceanv1alpha1.Clust
 	if err := s.stop(ctx, binding.Name, r); err != nil {
 		return false, err
 	}
-	s.opts.Recorder.Event(r.binding, corev1.EventTypeNormal, EventSyncerStopped, "Stopped the syncer in the manager's process.")
+	s.opts.Recorder.Event(r.binding, corev1.EventTypeNormal, kubeoceanv1alpha1.EventSyncerStopped, "Stopped the syncer in the manager's process.")
 	return true, nil
 }
 
@@ -245,7 +245,7 @@ func (s *InProcess) retryAt(r *run) time.Time {
 func (s *InProcess) failedState(r *run, retryAfter time.Duration) State {
 	return State{
 		Phase:  PhaseFailed,
-		Reason: ReasonFailed,
+		Reason: kubeoceanv1alpha1.ReasonSyncerFailed,
 		// An absolute time keeps the message, and so the status, stable
 		// until the restart.
 		Message:    fmt.Sprintf("The syncer stopped: %v. Restarting it at %s.", r.err, s.retryAt(r).UTC().Format(time.RFC3339)),

@@ -51,7 +51,7 @@ func (s *InProcess) execute(ctx context.Context, r *run) {
 		return
 	}
 	klog.FromContext(ctx).Error(err, "In-process syncer failed", "failures", s.failuresAfter(r))
-	s.opts.Recorder.Eventf(r.binding, corev1.EventTypeWarning, EventSyncerCrashed, "The syncer failed: %v", err)
+	s.opts.Recorder.Eventf(r.binding, corev1.EventTypeWarning, kubeoceanv1alpha1.EventSyncerCrashed, "The syncer failed: %v", err)
 	s.opts.OnChange(r.binding.Name)
 }
 

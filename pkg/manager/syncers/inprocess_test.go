@@ -157,7 +157,7 @@ func TestInProcessStartsAndReportsReadiness(t *testing.T) {
 	f.syncer.synced.Store(true)
 	f.waitChanged(b.Name)
 
-	if state := f.ensure(b, "h1"); state.Phase != PhaseReady || state.Reason != ReasonRunning {
+	if state := f.ensure(b, "h1"); state.Phase != PhaseReady || state.Reason != kubeoceanv1alpha1.ReasonSyncerRunning {
 		t.Fatalf("state once synced = %+v", state)
 	}
 	if got := f.syncer.startCount(); got != 1 {

@@ -20,29 +20,6 @@ const (
 	PhaseFailed Phase = "Failed"
 )
 
-// Reasons of the SyncerReady condition that syncers report.
-const (
-	ReasonRunning           = "SyncerRunning"
-	ReasonStarting          = "SyncerStarting"
-	ReasonFailed            = "SyncerFailed"
-	ReasonTemplateError     = "SyncerTemplateError"
-	ReasonRollingOut        = "SyncerRollingOut"
-	ReasonUnavailable       = "SyncerUnavailable"
-	ReasonDeploymentFailed  = "SyncerDeploymentFailed"
-	ReasonDeploymentRemoved = "SyncerDeploymentDeleting"
-)
-
-// Event reasons syncers record on bindings.
-const (
-	EventSyncerCreated   = "SyncerCreated"
-	EventSyncerUpdated   = "SyncerUpdated"
-	EventSyncerDeleted   = "SyncerDeleted"
-	EventSyncerStarted   = "SyncerStarted"
-	EventSyncerRestarted = "SyncerRestarted"
-	EventSyncerStopped   = "SyncerStopped"
-	EventSyncerCrashed   = "SyncerCrashed"
-)
-
 // State is what a syncer is doing.
 type State struct {
 	Phase Phase
