@@ -14,7 +14,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/manager"
 	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
-	"github.com/kubeocean/kubeocean/pkg/manager/connectivity"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -82,8 +81,8 @@ func TestInProcess(t *testing.T) {
 		{"missing-secret", nil, string(remotecluster.ReasonSecretNotFound), "mgr-missing-secret-kubeconfig: secret not found"},
 		{"no-key", map[string][]byte{"config": physicalCluster.Kubeconfig}, string(remotecluster.ReasonKubeconfigMissing), `no "kubeconfig" key`},
 		{"garbage", kubeconfigData([]byte("{this is: [not a kubeconfig")), string(remotecluster.ReasonKubeconfigInvalid), "cannot be parsed"},
-		{"closed-port", kubeconfigData(closedPortKubeconfig(t)), connectivity.ReasonUnreachable, "did not answer"},
-		{"no-rights", kubeconfigData(rights), connectivity.ReasonInsufficientPermissions, "list, watch nodes"},
+		{"closed-port", kubeconfigData(closedPortKubeconfig(t)), kubeoceanv1alpha1.ReasonUnreachable, "did not answer"},
+		{"no-rights", kubeconfigData(rights), kubeoceanv1alpha1.ReasonInsufficientPermissions, "list, watch nodes"},
 	}
 	t.Run("broken bindings fail, then recover once fixed", func(t *testing.T) {
 		for _, tt := range broken {

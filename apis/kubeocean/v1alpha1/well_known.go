@@ -399,3 +399,68 @@ const (
 	// the object to get a fresh one at once).
 	AnnotationSyncerRenderHash = "kubeocean.io/syncer-render-hash"
 )
+
+// Reasons of a ClusterBinding's Ready and Connected conditions, which the
+// manager writes, and the events it records on a binding when it unbinds
+// (docs/operations.md §4 and §6). Each time Ready changes the manager also
+// records an event with Ready's reason. The config errors of the
+// kubeconfig (KubeconfigSecretNotFound, …) are pkg/remotecluster's.
+const (
+	// ReasonPending (Ready, Unknown): first sight; the checks are running.
+	ReasonPending = "Pending"
+	// ReasonReady (Ready, True): valid, connected, and the syncer runs.
+	ReasonReady = "Ready"
+	// ReasonConnected (Connected, True): the physical cluster answered and
+	// the credentials allow what the syncer needs.
+	ReasonConnected = "Connected"
+	// ReasonNotChecked (Connected, Unknown): not checked yet, or the spec is
+	// invalid so no check was made.
+	ReasonNotChecked = "NotChecked"
+	// ReasonSyncerNotStarted (SyncerReady): the syncer starts once the
+	// binding is valid and connected.
+	ReasonSyncerNotStarted = "SyncerNotStarted"
+	// ReasonUnbinding (Ready, False): the binding is deleted and its syncer
+	// is cleaning up.
+	ReasonUnbinding = "Unbinding"
+	// ReasonUnbindingBlocked (Ready, False): the binding is deleted but the
+	// syncer cannot run to clean up.
+	ReasonUnbindingBlocked = "UnbindingBlocked"
+	// ReasonInvalidName (Ready, False): the binding's name is too long for
+	// the label values it ends up in.
+	ReasonInvalidName = "InvalidName"
+	// ReasonDuplicateClusterID (Ready, False): an older binding, named in
+	// the message, already uses the clusterID.
+	ReasonDuplicateClusterID = "DuplicateClusterID"
+
+	// ReasonKubeconfigSecretUnreadable (Ready, Connected, False): reading the
+	// kubeconfig Secret, or building clients from it, failed with an error
+	// that is no config error.
+	ReasonKubeconfigSecretUnreadable = "KubeconfigSecretUnreadable"
+	// ReasonUnreachable (Ready, Connected, False): the physical API server
+	// did not answer.
+	ReasonUnreachable = "Unreachable"
+	// ReasonAccessReviewFailed (Ready, Connected, False): the permissions
+	// could not be checked.
+	ReasonAccessReviewFailed = "AccessReviewFailed"
+	// ReasonInsufficientPermissions (Ready, Connected, False): the
+	// credentials lack permissions the syncer needs; the message lists them.
+	ReasonInsufficientPermissions = "InsufficientPermissions"
+	// ReasonPhysicalClusterIdentityUnreadable (Ready, Connected, False): the
+	// physical cluster answered but its identity (the kube-system
+	// namespace's UID) could not be read.
+	ReasonPhysicalClusterIdentityUnreadable = "PhysicalClusterIdentityUnreadable"
+
+	// EventUnbound (event on a binding): the syncer is stopped and the
+	// binding released.
+	EventUnbound = "Unbound"
+	// EventForceUnbind (Warning event on a binding): the binding was released
+	// without the syncer's cleanup; the message lists possible leftovers.
+	EventForceUnbind = "ForceUnbind"
+
+	// AnnotationConnectBackoff on a binding keeps the backoff of its failing
+	// connection across manager restarts, as JSON: consecutive failures,
+	// when the next attempt is due, and the inputs (spec generation and
+	// kubeconfig) they were counted for. It is removed once the binding
+	// connects.
+	AnnotationConnectBackoff = "kubeocean.io/connect-backoff"
+)

@@ -72,7 +72,7 @@ const UnreachableProbeInterval = 5 * time.Second
 // unreachable says whether record is a backoff for a cluster that did not
 // answer, which a cheap probe may end early.
 func (r *connRecord) unreachable() bool {
-	return r.transient() && r.failure.Reason == connectivity.ReasonUnreachable
+	return r.transient() && r.failure.Reason == kubeoceanv1alpha1.ReasonUnreachable
 }
 
 // reusable says whether record still answers for inputs at now: a success

@@ -53,7 +53,7 @@ func (c *fakeChecker) Answers(context.Context, *kubeoceanv1alpha1.ClusterBinding
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.probes++
-	return c.failure == nil || c.failure.Reason != connectivity.ReasonUnreachable
+	return c.failure == nil || c.failure.Reason != kubeoceanv1alpha1.ReasonUnreachable
 }
 
 // Identity answers with the cluster's uid ("cluster-a" unless set).

@@ -27,7 +27,7 @@ func TestBackoffDelay(t *testing.T) {
 }
 
 func TestReusable(t *testing.T) {
-	transient := &connectivity.Failure{Reason: connectivity.ReasonUnreachable}
+	transient := &connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonUnreachable}
 	permanent := &connectivity.Failure{Reason: "KubeconfigInvalid", Permanent: true}
 	recheck := 5 * time.Minute
 	tests := []struct {
@@ -57,7 +57,7 @@ func TestReusable(t *testing.T) {
 }
 
 func TestNextRecordCountsTransientFailures(t *testing.T) {
-	transient := &connectivity.Failure{Reason: connectivity.ReasonUnreachable}
+	transient := &connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonUnreachable}
 	ref := kubeoceanv1alpha1.SecretReference{Namespace: "ns", Name: "s"}
 	var record *connRecord
 	for i, want := range []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute} {
@@ -78,12 +78,12 @@ func TestNextRecordCountsTransientFailures(t *testing.T) {
 }
 
 func TestBackoffAnnotationRoundTrip(t *testing.T) {
-	record := &connRecord{inputs: "3/abc", failure: &connectivity.Failure{Reason: connectivity.ReasonUnreachable}, failures: 2,
+	record := &connRecord{inputs: "3/abc", failure: &connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonUnreachable}, failures: 2,
 		retryAt: start.Add(time.Minute + 300*time.Millisecond)}
 	b := newBinding("worker-1", "w1")
 	b.Generation = 3
 	b.Annotations = map[string]string{AnnotationConnectBackoff: backoffAnnotation(record)}
-	b.Status.Conditions = []metav1.Condition{{Type: conditionConnected, Status: metav1.ConditionFalse, Reason: connectivity.ReasonUnreachable, Message: "did not answer"}}
+	b.Status.Conditions = []metav1.Condition{{Type: conditionConnected, Status: metav1.ConditionFalse, Reason: kubeoceanv1alpha1.ReasonUnreachable, Message: "did not answer"}}
 
 	resumed := resumedRecord(b, "3/abc")
 
@@ -158,8 +158,8 @@ func TestDesiredStatus(t *testing.T) {
 	}{
 		{"invalid", observation{invalid: &invalidSpec{reason: ReasonInvalidSpec}},
 			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionUnknown, metav1.ConditionFalse, ReasonInvalidSpec},
-		{"unreachable, syncer still running", observation{conn: &connRecord{failure: &connectivity.Failure{Reason: connectivity.ReasonUnreachable}}, syncer: ready},
-			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, connectivity.ReasonUnreachable},
+		{"unreachable, syncer still running", observation{conn: &connRecord{failure: &connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonUnreachable}}, syncer: ready},
+			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, kubeoceanv1alpha1.ReasonUnreachable},
 		{"connected, syncer starting", observation{conn: ok, syncer: &syncers.State{Phase: syncers.PhaseStarting, Reason: kubeoceanv1alpha1.ReasonSyncerStarting}},
 			kubeoceanv1alpha1.ClusterBindingPending, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonSyncerStarting},
 		{"connected, syncer failed", observation{conn: ok, syncer: &syncers.State{Phase: syncers.PhaseFailed, Reason: kubeoceanv1alpha1.ReasonSyncerTemplateError}},

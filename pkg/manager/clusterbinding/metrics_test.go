@@ -25,7 +25,7 @@ func TestMetrics(t *testing.T) {
 		f.mustAdd(f.bindings, b)
 	}
 	f.runner.running["ready"] = true
-	f.c.metrics.observeCheck(&connectivity.Failure{Reason: connectivity.ReasonUnreachable}, 0)
+	f.c.metrics.observeCheck(&connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonUnreachable}, 0)
 	f.c.metrics.observeCheck(nil, 0)
 
 	want := `

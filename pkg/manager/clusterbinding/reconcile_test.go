@@ -207,7 +207,7 @@ func backoffOf(t *testing.T, b *kubeoceanv1alpha1.ClusterBinding) backoffState {
 func TestReconcileTransientFailureBacksOff(t *testing.T) {
 	b := bound(newBinding("worker-1", "w1"))
 	f := newFixture(t, []*kubeoceanv1alpha1.ClusterBinding{b}, kubeconfigSecret(b, "config-1"))
-	f.checker.fail(&connectivity.Failure{Reason: connectivity.ReasonUnreachable, Message: "the physical cluster at https://w1 did not answer"})
+	f.checker.fail(&connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonUnreachable, Message: "the physical cluster at https://w1 did not answer"})
 
 	// An unreachable cluster is probed every UnreachableProbeInterval
 	// between the checks of its backoff.
@@ -256,7 +256,7 @@ func TestReconcileTransientFailureBacksOff(t *testing.T) {
 func TestUnreachableClusterCheckedAsSoonAsItAnswers(t *testing.T) {
 	b := bound(newBinding("worker-1", "w1"))
 	f := newFixture(t, []*kubeoceanv1alpha1.ClusterBinding{b}, kubeconfigSecret(b, "config-1"))
-	f.checker.fail(&connectivity.Failure{Reason: connectivity.ReasonUnreachable, Message: "did not answer"})
+	f.checker.fail(&connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonUnreachable, Message: "did not answer"})
 	for i := 0; i < 5; i++ { // the backoff grows to 5 minutes
 		f.clock.Step(10 * time.Minute)
 		f.reconcile(b.Name)
@@ -291,7 +291,7 @@ func TestUnreachableClusterCheckedAsSoonAsItAnswers(t *testing.T) {
 func TestRefusingClusterIsNotProbed(t *testing.T) {
 	b := bound(newBinding("worker-1", "w1"))
 	f := newFixture(t, []*kubeoceanv1alpha1.ClusterBinding{b}, kubeconfigSecret(b, "config-1"))
-	f.checker.fail(&connectivity.Failure{Reason: connectivity.ReasonInsufficientPermissions, Message: "lacks list nodes"})
+	f.checker.fail(&connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonInsufficientPermissions, Message: "lacks list nodes"})
 	result, _, _ := f.reconcile(b.Name)
 	f.clock.Step(10 * time.Second)
 	f.reconcile(b.Name)
@@ -303,7 +303,7 @@ func TestRefusingClusterIsNotProbed(t *testing.T) {
 func TestBackoffSurvivesRestart(t *testing.T) {
 	b := bound(newBinding("worker-1", "w1"))
 	f := newFixture(t, []*kubeoceanv1alpha1.ClusterBinding{b}, kubeconfigSecret(b, "config-1"))
-	f.checker.fail(&connectivity.Failure{Reason: connectivity.ReasonInsufficientPermissions, Message: "lacks list nodes"})
+	f.checker.fail(&connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonInsufficientPermissions, Message: "lacks list nodes"})
 	for i := 0; i < 3; i++ {
 		result, _, _ := f.reconcile(b.Name)
 		f.clock.Step(result.RequeueAfter)

@@ -55,7 +55,7 @@ func (c *Checker) ClaimMountNamespace(ctx context.Context, spec *kubeoceanv1alph
 	ref := spec.SecretRef
 	entry, err := c.cache.Get(ctx, ref.Namespace, ref.Name)
 	if err != nil {
-		return &Failure{Reason: ReasonSecretUnreadable, Message: err.Error(), Err: err}
+		return &Failure{Reason: kubeoceanv1alpha1.ReasonKubeconfigSecretUnreadable, Message: err.Error(), Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -67,7 +67,7 @@ func (c *Checker) ClaimMountNamespace(ctx context.Context, spec *kubeoceanv1alph
 		return nil
 	case err != nil:
 		return &Failure{
-			Reason:  ReasonUnreachable,
+			Reason:  kubeoceanv1alpha1.ReasonUnreachable,
 			Message: fmt.Sprintf("claiming mount namespace %s of the physical cluster at %s: %v", spec.MountNamespace, entry.Config.Host, err),
 			Err:     err,
 		}

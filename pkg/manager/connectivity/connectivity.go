@@ -18,25 +18,10 @@ import (
 // worker at most this long.
 const DefaultTimeout = 30 * time.Second
 
-// Reasons of failures that are not remotecluster.ConfigErrors. All reasons
-// are CamelCase so they can be used as condition reasons.
-const (
-	// ReasonSecretUnreadable: the Secret could not be read for a reason
-	// other than its absence (an API error).
-	ReasonSecretUnreadable = "KubeconfigSecretUnreadable"
-	// ReasonUnreachable: the physical API server did not answer.
-	ReasonUnreachable = "Unreachable"
-	// ReasonAccessReviewFailed: the permissions could not be checked.
-	ReasonAccessReviewFailed = "AccessReviewFailed"
-	// ReasonInsufficientPermissions: the credentials lack permissions the
-	// syncer needs.
-	ReasonInsufficientPermissions = "InsufficientPermissions"
-)
-
 // Failure is why a check failed.
 type Failure struct {
-	// Reason classifies the failure; see the Reason constants and
-	// remotecluster.ConfigErrorReason.
+	// Reason classifies the failure: a reason of the Connected condition
+	// in kubeoceanv1alpha1, or a remotecluster.ConfigErrorReason.
 	Reason string
 	// Message tells the user what is wrong, naming the Secret or server.
 	Message string
@@ -118,13 +103,13 @@ func (c *Checker) Check(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBind
 		if errors.As(err, &configErr) {
 			return &Failure{Reason: string(configErr.Reason), Message: configErr.Error(), Permanent: true, Err: err}
 		}
-		return &Failure{Reason: ReasonSecretUnreadable, Message: err.Error(), Err: err}
+		return &Failure{Reason: kubeoceanv1alpha1.ReasonKubeconfigSecretUnreadable, Message: err.Error(), Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if err := remotecluster.Probe(ctx, entry.Clients); err != nil {
 		return &Failure{
-			Reason:  ReasonUnreachable,
+			Reason:  kubeoceanv1alpha1.ReasonUnreachable,
 			Message: fmt.Sprintf("the physical cluster at %s (kubeconfig secret %s/%s) did not answer: %v", entry.Config.Host, ref.Namespace, ref.Name, err),
 			Err:     err,
 		}
@@ -132,14 +117,14 @@ func (c *Checker) Check(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBind
 	missing, err := MissingAccess(ctx, entry.Clients.AuthorizationV1(), spec.MountNamespace)
 	if err != nil {
 		return &Failure{
-			Reason:  ReasonAccessReviewFailed,
+			Reason:  kubeoceanv1alpha1.ReasonAccessReviewFailed,
 			Message: fmt.Sprintf("could not review the permissions of kubeconfig secret %s/%s in the physical cluster: %v", ref.Namespace, ref.Name, err),
 			Err:     err,
 		}
 	}
 	if len(missing) > 0 {
 		return &Failure{
-			Reason: ReasonInsufficientPermissions,
+			Reason: kubeoceanv1alpha1.ReasonInsufficientPermissions,
 			Message: fmt.Sprintf("the credentials in kubeconfig secret %s/%s lack permissions the syncer needs in the physical cluster: %s",
 				ref.Namespace, ref.Name, DescribeMissing(missing)),
 		}

@@ -14,24 +14,20 @@ import (
 // another cluster shows as another UID.
 const IdentityNamespace = "kube-system"
 
-// ReasonIdentityUnreadable: the physical cluster answered but its identity
-// could not be read.
-const ReasonIdentityUnreadable = "PhysicalClusterIdentityUnreadable"
-
 // Identity reads the UID of the physical cluster's IdentityNamespace
 // through the binding's kubeconfig. Call it after Check passed.
 func (c *Checker) Identity(ctx context.Context, spec *kubeoceanv1alpha1.ClusterBindingSpec) (string, *Failure) {
 	ref := spec.SecretRef
 	entry, err := c.cache.Get(ctx, ref.Namespace, ref.Name)
 	if err != nil {
-		return "", &Failure{Reason: ReasonSecretUnreadable, Message: err.Error(), Err: err}
+		return "", &Failure{Reason: kubeoceanv1alpha1.ReasonKubeconfigSecretUnreadable, Message: err.Error(), Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	ns, err := entry.Clients.CoreV1().Namespaces().Get(ctx, IdentityNamespace, metav1.GetOptions{})
 	if err != nil {
 		return "", &Failure{
-			Reason: ReasonIdentityUnreadable,
+			Reason: kubeoceanv1alpha1.ReasonPhysicalClusterIdentityUnreadable,
 			Message: fmt.Sprintf("could not read namespace %s of the physical cluster at %s (kubeconfig secret %s/%s), which identifies it: %v",
 				IdentityNamespace, entry.Config.Host, ref.Namespace, ref.Name, err),
 			Err: err,
