@@ -25,7 +25,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/manager"
-	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -99,7 +98,7 @@ func TestManagerBinary(t *testing.T) {
 		})
 
 		w.createBinding(t, name, name)
-		w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, clusterbinding.ReasonReady, 60*time.Second)
+		w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, kubeoceanv1alpha1.ReasonReady, 60*time.Second)
 		// The binding lends one node of 4 CPUs and 8Gi, Ready.
 		for _, want := range []string{
 			`kubeocean_build_info{commit=`,

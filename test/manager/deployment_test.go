@@ -22,7 +22,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/manager"
-	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
 	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -157,7 +156,7 @@ func checkForcedUnbind(t *testing.T, w *world) {
 	if err := w.virtualOcean.KubeoceanV1alpha1().ClusterBindings().Delete(t.Context(), stuck, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	w.waitPhase(t, stuck, kubeoceanv1alpha1.ClusterBindingPending, clusterbinding.ReasonUnbinding, 30*time.Second)
+	w.waitPhase(t, stuck, kubeoceanv1alpha1.ClusterBindingPending, kubeoceanv1alpha1.ReasonUnbinding, 30*time.Second)
 	if _, err := deployments.Get(t.Context(), stuckDeployment, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the syncer Deployment must stay while the syncer cleans up: %v", err)
 	}
@@ -171,7 +170,7 @@ func checkForcedUnbind(t *testing.T, w *world) {
 		t.Errorf("the syncer Deployment outlived its forced unbinding: %v", err)
 	}
 	waitFor(t, 10*time.Second, "the ForceUnbind event", func(ctx context.Context) (bool, error) {
-		return w.hasEvent(ctx, stuck, clusterbinding.EventForceUnbind)
+		return w.hasEvent(ctx, stuck, kubeoceanv1alpha1.EventForceUnbind)
 	})
 }
 

@@ -13,7 +13,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/manager"
-	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -42,7 +41,7 @@ func TestInProcess(t *testing.T) {
 		w.putSecret(t, "mgr-dup-kubeconfig", kubeconfigData(physicalCluster.Kubeconfig))
 		w.createBinding(t, "mgr-dup", "mgr-good")
 		bindings = append(bindings, "mgr-dup")
-		w.waitPhase(t, "mgr-dup", kubeoceanv1alpha1.ClusterBindingFailed, clusterbinding.ReasonDuplicateClusterID, 30*time.Second,
+		w.waitPhase(t, "mgr-dup", kubeoceanv1alpha1.ClusterBindingFailed, kubeoceanv1alpha1.ReasonDuplicateClusterID, 30*time.Second,
 			`clusterID "mgr-good" is already used by ClusterBinding mgr-good`)
 	})
 
@@ -111,8 +110,8 @@ func TestInProcess(t *testing.T) {
 		// Fixed Secrets are noticed at once, not after the 30 s backoff.
 		for _, tt := range broken {
 			t.Run(tt.name+" recovers", func(t *testing.T) {
-				b := w.waitPhase(t, "mgr-"+tt.name, kubeoceanv1alpha1.ClusterBindingReady, clusterbinding.ReasonReady, 25*time.Second)
-				if _, ok := b.Annotations[clusterbinding.AnnotationConnectBackoff]; ok {
+				b := w.waitPhase(t, "mgr-"+tt.name, kubeoceanv1alpha1.ClusterBindingReady, kubeoceanv1alpha1.ReasonReady, 25*time.Second)
+				if _, ok := b.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff]; ok {
 					t.Errorf("backoff annotation left on a Ready binding: %v", b.Annotations)
 				}
 			})
@@ -125,7 +124,7 @@ func TestInProcess(t *testing.T) {
 		// too, goes first.)
 		w.deleteBinding(t, "mgr-dup", 90*time.Second)
 		w.deleteBinding(t, "mgr-good", 90*time.Second)
-		w.waitPhase(t, "mgr-claim", kubeoceanv1alpha1.ClusterBindingReady, clusterbinding.ReasonReady, 20*time.Second)
+		w.waitPhase(t, "mgr-claim", kubeoceanv1alpha1.ClusterBindingReady, kubeoceanv1alpha1.ReasonReady, 20*time.Second)
 		claim, err := w.physical.CoreV1().ConfigMaps("mount-mgr-good").Get(t.Context(), kubeoceanv1alpha1.MountNamespaceClaim, metav1.GetOptions{})
 		if err != nil || claim.Data[kubeoceanv1alpha1.ClaimKeyBinding] != "mgr-claim" {
 			t.Errorf("claim of mount-mgr-good after mgr-good left = %v (%v), want mgr-claim's", claim, err)
@@ -134,8 +133,8 @@ func TestInProcess(t *testing.T) {
 			w.deleteBinding(t, name, 90*time.Second)
 		}
 		bindings = nil
-		if ok, err := w.hasEvent(t.Context(), "mgr-good", clusterbinding.EventUnbound); !ok || err != nil {
-			t.Errorf("no %s event (%v)", clusterbinding.EventUnbound, err)
+		if ok, err := w.hasEvent(t.Context(), "mgr-good", kubeoceanv1alpha1.EventUnbound); !ok || err != nil {
+			t.Errorf("no %s event (%v)", kubeoceanv1alpha1.EventUnbound, err)
 		}
 		// The manager kept the syncer running until it had cleaned up.
 		vnode := naming.VirtualNodeName("mgr-good", "mgr-good-node")
@@ -166,7 +165,7 @@ func checkGoodBinding(t *testing.T, w *world) {
 	w.putSecret(t, name+"-kubeconfig", kubeconfigData(physicalCluster.Kubeconfig))
 	created := w.createBinding(t, name, clusterID)
 
-	b := w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, clusterbinding.ReasonReady, 60*time.Second)
+	b := w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, kubeoceanv1alpha1.ReasonReady, 60*time.Second)
 	if b.Status.ObservedGeneration != created.Generation || b.Status.LastSyncTime == nil {
 		t.Errorf("observedGeneration %d (generation %d), lastSyncTime %v", b.Status.ObservedGeneration, created.Generation, b.Status.LastSyncTime)
 	}
@@ -181,6 +180,6 @@ func checkGoodBinding(t *testing.T, w *world) {
 		return err == nil, err
 	})
 	waitFor(t, 10*time.Second, "the Ready event", func(ctx context.Context) (bool, error) {
-		return w.hasEvent(ctx, name, clusterbinding.ReasonReady)
+		return w.hasEvent(ctx, name, kubeoceanv1alpha1.ReasonReady)
 	})
 }

@@ -18,7 +18,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/app"
 	"github.com/kubeocean/kubeocean/pkg/manager"
-	"github.com/kubeocean/kubeocean/pkg/manager/clusterbinding"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 )
@@ -52,7 +51,7 @@ func TestManagerCachesOnlyWhatItsBindingsUse(t *testing.T) {
 			w.deleteBinding(t, name, 90*time.Second)
 		}
 	})
-	w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, clusterbinding.ReasonReady, 60*time.Second)
+	w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, kubeoceanv1alpha1.ReasonReady, 60*time.Second)
 
 	t.Run("the syncer caches and runs only the pods on its virtual node", func(t *testing.T) {
 		checkPodScope(t, w, name, naming.VirtualNodeName(name, node), unrelatedPods, metrics)
@@ -62,7 +61,7 @@ func TestManagerCachesOnlyWhatItsBindingsUse(t *testing.T) {
 		w.putSecret(t, secret, kubeconfigData([]byte("{this is: [not a kubeconfig")))
 		w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingFailed, string(remotecluster.ReasonKubeconfigInvalid), 30*time.Second)
 		w.putSecret(t, secret, kubeconfigData(physicalCluster.Kubeconfig))
-		w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, clusterbinding.ReasonReady, 60*time.Second)
+		w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, kubeoceanv1alpha1.ReasonReady, 60*time.Second)
 	})
 
 	t.Run("the manager lists and watches the referenced Secret alone", func(t *testing.T) {

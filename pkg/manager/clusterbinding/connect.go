@@ -20,12 +20,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 )
 
-// AnnotationConnectBackoff on a binding keeps the backoff of its failing
-// connection across manager restarts, as JSON: consecutive failures, when
-// the next attempt is due, and the inputs (spec generation and kubeconfig)
-// they were counted for. It is removed once the binding connects.
-const AnnotationConnectBackoff = "kubeocean.io/connect-backoff"
-
 // connRecord is the outcome of the last check of one binding's physical
 // cluster. The controller keeps one per binding in memory, so that the
 // reconciles its own writes cause do not check again.
@@ -150,7 +144,7 @@ func (c *Controller) connect(ctx context.Context, b *kubeoceanv1alpha1.ClusterBi
 	return record
 }
 
-// backoffState is the value of AnnotationConnectBackoff.
+// backoffState is the value of kubeoceanv1alpha1.AnnotationConnectBackoff.
 type backoffState struct {
 	Failures int         `json:"failures"`
 	RetryAt  metav1.Time `json:"retryAt"`
@@ -171,7 +165,7 @@ func backoffAnnotation(record *connRecord) string {
 // connection was failing with the same inputs, from its annotation and its
 // Connected condition; nil when there is nothing to resume.
 func resumedRecord(b *kubeoceanv1alpha1.ClusterBinding, inputs string) *connRecord {
-	value, ok := b.Annotations[AnnotationConnectBackoff]
+	value, ok := b.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff]
 	if !ok {
 		return nil
 	}
@@ -195,18 +189,18 @@ func resumedRecord(b *kubeoceanv1alpha1.ClusterBinding, inputs string) *connReco
 // binding that write returned.
 func (c *Controller) persistBackoff(ctx context.Context, b *kubeoceanv1alpha1.ClusterBinding, record *connRecord) error {
 	want := backoffAnnotation(record)
-	have, present := b.Annotations[AnnotationConnectBackoff]
+	have, present := b.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff]
 	if have == want && (present || want == "") {
 		return nil
 	}
 	updated := b.DeepCopy()
 	if want == "" {
-		delete(updated.Annotations, AnnotationConnectBackoff)
+		delete(updated.Annotations, kubeoceanv1alpha1.AnnotationConnectBackoff)
 	} else {
 		if updated.Annotations == nil {
 			updated.Annotations = map[string]string{}
 		}
-		updated.Annotations[AnnotationConnectBackoff] = want
+		updated.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff] = want
 	}
 	if _, err := c.client.ClusterBindings().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("recording the connection backoff: %w", err)

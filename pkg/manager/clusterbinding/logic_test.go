@@ -82,7 +82,7 @@ func TestBackoffAnnotationRoundTrip(t *testing.T) {
 		retryAt: start.Add(time.Minute + 300*time.Millisecond)}
 	b := newBinding("worker-1", "w1")
 	b.Generation = 3
-	b.Annotations = map[string]string{AnnotationConnectBackoff: backoffAnnotation(record)}
+	b.Annotations = map[string]string{kubeoceanv1alpha1.AnnotationConnectBackoff: backoffAnnotation(record)}
 	b.Status.Conditions = []metav1.Condition{{Type: conditionConnected, Status: metav1.ConditionFalse, Reason: kubeoceanv1alpha1.ReasonUnreachable, Message: "did not answer"}}
 
 	resumed := resumedRecord(b, "3/abc")
@@ -90,7 +90,7 @@ func TestBackoffAnnotationRoundTrip(t *testing.T) {
 	if resumed == nil || resumed.failures != 2 || !resumed.retryAt.Equal(start.Add(time.Minute)) || resumed.failure.Message != "did not answer" {
 		t.Fatalf("resumed = %+v", resumed)
 	}
-	if backoffAnnotation(resumed) != b.Annotations[AnnotationConnectBackoff] {
+	if backoffAnnotation(resumed) != b.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff] {
 		t.Error("a resumed record would rewrite the annotation")
 	}
 	if resumedRecord(b, "4/abc") != nil {
@@ -114,9 +114,9 @@ func TestClusterIDOwner(t *testing.T) {
 	oldest, old, sameAgeA, sameAgeB := at("oldest", 3*time.Hour), at("old", 2*time.Hour), at("a", time.Hour), at("b", time.Hour)
 	other := newBinding("other", "different")
 	running := at("z-running", time.Hour)
-	running.Status.Conditions = []metav1.Condition{{Type: conditionConnected, Status: metav1.ConditionTrue, Reason: ReasonConnected}}
+	running.Status.Conditions = []metav1.Condition{{Type: conditionConnected, Status: metav1.ConditionTrue, Reason: kubeoceanv1alpha1.ReasonConnected}}
 	pendingOnly := at("a-pending", time.Hour)
-	pendingOnly.Status.Conditions = []metav1.Condition{{Type: conditionConnected, Status: metav1.ConditionUnknown, Reason: ReasonNotChecked}}
+	pendingOnly.Status.Conditions = []metav1.Condition{{Type: conditionConnected, Status: metav1.ConditionUnknown, Reason: kubeoceanv1alpha1.ReasonNotChecked}}
 	tests := []struct {
 		name  string
 		b     *kubeoceanv1alpha1.ClusterBinding
@@ -156,8 +156,8 @@ func TestDesiredStatus(t *testing.T) {
 		ready, connected, syncerCond metav1.ConditionStatus
 		reason                       string
 	}{
-		{"invalid", observation{invalid: &invalidSpec{reason: ReasonInvalidSpec}},
-			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionUnknown, metav1.ConditionFalse, ReasonInvalidSpec},
+		{"invalid", observation{invalid: &invalidSpec{reason: kubeoceanv1alpha1.ReasonInvalidSpec}},
+			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionUnknown, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonInvalidSpec},
 		{"unreachable, syncer still running", observation{conn: &connRecord{failure: &connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonUnreachable}}, syncer: ready},
 			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, kubeoceanv1alpha1.ReasonUnreachable},
 		{"connected, syncer starting", observation{conn: ok, syncer: &syncers.State{Phase: syncers.PhaseStarting, Reason: kubeoceanv1alpha1.ReasonSyncerStarting}},
@@ -165,7 +165,7 @@ func TestDesiredStatus(t *testing.T) {
 		{"connected, syncer failed", observation{conn: ok, syncer: &syncers.State{Phase: syncers.PhaseFailed, Reason: kubeoceanv1alpha1.ReasonSyncerTemplateError}},
 			kubeoceanv1alpha1.ClusterBindingFailed, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonSyncerTemplateError},
 		{"ready", observation{conn: ok, syncer: ready},
-			kubeoceanv1alpha1.ClusterBindingReady, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonReady},
+			kubeoceanv1alpha1.ClusterBindingReady, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, kubeoceanv1alpha1.ReasonReady},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

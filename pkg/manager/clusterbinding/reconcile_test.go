@@ -127,10 +127,10 @@ func TestReconcileInvalidBindingIsNotRetried(t *testing.T) {
 		wantReason string
 		wantText   string
 	}{
-		{invalid, ReasonInvalidSpec, "spec.serviceNamespaces[1]"},
-		{younger, ReasonDuplicateClusterID, `clusterID "shared" is already used by ClusterBinding first`},
-		{longName, ReasonInvalidName, "at most 63"},
-		{selectorTypo, ReasonInvalidSpec, "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]"},
+		{invalid, kubeoceanv1alpha1.ReasonInvalidSpec, "spec.serviceNamespaces[1]"},
+		{younger, kubeoceanv1alpha1.ReasonDuplicateClusterID, `clusterID "shared" is already used by ClusterBinding first`},
+		{longName, kubeoceanv1alpha1.ReasonInvalidName, "at most 63"},
+		{selectorTypo, kubeoceanv1alpha1.ReasonInvalidSpec, "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantReason, func(t *testing.T) {
@@ -198,8 +198,8 @@ func TestReconcileConfigErrorWaitsForTheSecret(t *testing.T) {
 func backoffOf(t *testing.T, b *kubeoceanv1alpha1.ClusterBinding) backoffState {
 	t.Helper()
 	var state backoffState
-	if err := json.Unmarshal([]byte(b.Annotations[AnnotationConnectBackoff]), &state); err != nil {
-		t.Fatalf("backoff annotation %q: %v", b.Annotations[AnnotationConnectBackoff], err)
+	if err := json.Unmarshal([]byte(b.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff]), &state); err != nil {
+		t.Fatalf("backoff annotation %q: %v", b.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff], err)
 	}
 	return state
 }
@@ -245,8 +245,8 @@ func TestReconcileTransientFailureBacksOff(t *testing.T) {
 	if f.checker.checks != 3 || got.Status.Phase != kubeoceanv1alpha1.ClusterBindingReady {
 		t.Fatalf("after the Secret changed: checks %d, phase %s", f.checker.checks, got.Status.Phase)
 	}
-	if _, ok := got.Annotations[AnnotationConnectBackoff]; ok || !slices.Equal(verbs(actions), []string{"update/status", "update"}) {
-		t.Errorf("backoff annotation %q left, writes %v", got.Annotations[AnnotationConnectBackoff], verbs(actions))
+	if _, ok := got.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff]; ok || !slices.Equal(verbs(actions), []string{"update/status", "update"}) {
+		t.Errorf("backoff annotation %q left, writes %v", got.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff], verbs(actions))
 	}
 }
 
@@ -281,8 +281,8 @@ func TestUnreachableClusterCheckedAsSoonAsItAnswers(t *testing.T) {
 	if f.checker.checks != checks+1 || got.Status.Phase != kubeoceanv1alpha1.ClusterBindingReady {
 		t.Fatalf("after it answered: checks %d (was %d), phase %s", f.checker.checks, checks, got.Status.Phase)
 	}
-	if _, ok := got.Annotations[AnnotationConnectBackoff]; ok {
-		t.Errorf("backoff annotation left: %q", got.Annotations[AnnotationConnectBackoff])
+	if _, ok := got.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff]; ok {
+		t.Errorf("backoff annotation left: %q", got.Annotations[kubeoceanv1alpha1.AnnotationConnectBackoff])
 	}
 }
 

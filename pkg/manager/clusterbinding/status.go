@@ -12,19 +12,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
 )
 
-// Condition reasons the controller sets beyond those of the checks
-// (connectivity.Reason*, remotecluster.Reason*), of validation and of the
-// syncers (syncers.Reason*).
-const (
-	ReasonPending          = "Pending"
-	ReasonReady            = "Ready"
-	ReasonConnected        = "Connected"
-	ReasonNotChecked       = "NotChecked"
-	ReasonSyncerNotStarted = "SyncerNotStarted"
-	ReasonUnbinding        = "Unbinding"
-	ReasonUnbindingBlocked = "UnbindingBlocked"
-)
-
 const (
 	conditionReady       = kubeoceanv1alpha1.ClusterBindingConditionReady
 	conditionConnected   = kubeoceanv1alpha1.ClusterBindingConditionConnected
@@ -50,9 +37,9 @@ func pendingStatus(b *kubeoceanv1alpha1.ClusterBinding, now time.Time) kubeocean
 	status.Phase = kubeoceanv1alpha1.ClusterBindingPending
 	status.ObservedGeneration = b.Generation
 	setConditions(&status, now, b.Generation,
-		condition(conditionReady, metav1.ConditionUnknown, ReasonPending, "The binding was accepted; its spec and its physical cluster are being checked."),
-		condition(conditionConnected, metav1.ConditionUnknown, ReasonNotChecked, "The physical cluster has not been checked yet."),
-		condition(conditionSyncerReady, metav1.ConditionUnknown, ReasonSyncerNotStarted, "The syncer starts once the binding is valid and connected."),
+		condition(conditionReady, metav1.ConditionUnknown, kubeoceanv1alpha1.ReasonPending, "The binding was accepted; its spec and its physical cluster are being checked."),
+		condition(conditionConnected, metav1.ConditionUnknown, kubeoceanv1alpha1.ReasonNotChecked, "The physical cluster has not been checked yet."),
+		condition(conditionSyncerReady, metav1.ConditionUnknown, kubeoceanv1alpha1.ReasonSyncerNotStarted, "The syncer starts once the binding is valid and connected."),
 	)
 	return status
 }
@@ -94,9 +81,9 @@ func readyReason(obs observation) string {
 	case obs.conn.failure != nil:
 		return obs.conn.failure.Reason
 	case obs.syncer == nil:
-		return ReasonSyncerNotStarted
+		return kubeoceanv1alpha1.ReasonSyncerNotStarted
 	case obs.syncer.Phase == syncers.PhaseReady:
-		return ReasonReady
+		return kubeoceanv1alpha1.ReasonReady
 	default:
 		return obs.syncer.Reason
 	}
@@ -120,11 +107,11 @@ func readyMessage(obs observation) string {
 func connectedCondition(obs observation) metav1.Condition {
 	switch {
 	case obs.invalid != nil:
-		return condition(conditionConnected, metav1.ConditionUnknown, ReasonNotChecked, "The physical cluster is checked once the spec is valid.")
+		return condition(conditionConnected, metav1.ConditionUnknown, kubeoceanv1alpha1.ReasonNotChecked, "The physical cluster is checked once the spec is valid.")
 	case obs.conn.failure != nil:
 		return condition(conditionConnected, metav1.ConditionFalse, obs.conn.failure.Reason, obs.conn.failure.Message)
 	default:
-		return condition(conditionConnected, metav1.ConditionTrue, ReasonConnected, fmt.Sprintf(
+		return condition(conditionConnected, metav1.ConditionTrue, kubeoceanv1alpha1.ReasonConnected, fmt.Sprintf(
 			"The physical cluster answered through kubeconfig secret %s/%s, whose credentials allow what the syncer needs.",
 			obs.secret.Namespace, obs.secret.Name))
 	}
@@ -133,7 +120,7 @@ func connectedCondition(obs observation) metav1.Condition {
 func syncerCondition(state *syncers.State) metav1.Condition {
 	switch {
 	case state == nil:
-		return condition(conditionSyncerReady, metav1.ConditionFalse, ReasonSyncerNotStarted, "The syncer starts once the binding is valid and connected.")
+		return condition(conditionSyncerReady, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonSyncerNotStarted, "The syncer starts once the binding is valid and connected.")
 	case state.Phase == syncers.PhaseReady:
 		return condition(conditionSyncerReady, metav1.ConditionTrue, state.Reason, state.Message)
 	default:
@@ -146,12 +133,12 @@ func syncerCondition(state *syncers.State) metav1.Condition {
 func unbindingStatus(b *kubeoceanv1alpha1.ClusterBinding, state syncers.State, now time.Time) kubeoceanv1alpha1.ClusterBindingStatus {
 	status := *b.Status.DeepCopy()
 	status.ObservedGeneration = b.Generation
-	ready := condition(conditionReady, metav1.ConditionFalse, ReasonUnbinding,
+	ready := condition(conditionReady, metav1.ConditionFalse, kubeoceanv1alpha1.ReasonUnbinding,
 		"Unbinding: waiting for the syncer to remove what it created for the binding and drop the finalizer "+kubeoceanv1alpha1.FinalizerClusterBindingSyncer+".")
 	status.Phase = kubeoceanv1alpha1.ClusterBindingPending
 	if state.Phase == syncers.PhaseFailed {
 		status.Phase = kubeoceanv1alpha1.ClusterBindingFailed
-		ready.Reason = ReasonUnbindingBlocked
+		ready.Reason = kubeoceanv1alpha1.ReasonUnbindingBlocked
 		ready.Message = fmt.Sprintf("Unbinding is blocked: the syncer must clean up first but cannot run (%s). "+
 			"If the physical cluster is gone for good, annotate the binding with %s=true to finish without the cleanup.",
 			state.Message, kubeoceanv1alpha1.AnnotationForceUnbind)

@@ -16,15 +16,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
 )
 
-// Events of unbinding.
-const (
-	// EventUnbound: the syncer is stopped and the binding released.
-	EventUnbound = "Unbound"
-	// EventForceUnbind (Warning): the binding was released without the
-	// syncer's cleanup.
-	EventForceUnbind = "ForceUnbind"
-)
-
 const syncerFinalizer = kubeoceanv1alpha1.FinalizerClusterBindingSyncer
 
 // Requeues while unbinding. The informers report most progress; these
@@ -100,10 +91,10 @@ func (c *Controller) release(ctx context.Context, b *kubeoceanv1alpha1.ClusterBi
 	logger := klog.FromContext(ctx)
 	if forced {
 		logger.Info("Unbinding forced without the syncer's cleanup", "annotation", kubeoceanv1alpha1.AnnotationForceUnbind)
-		c.recorder.Event(b, corev1.EventTypeWarning, EventForceUnbind, leftovers(b))
+		c.recorder.Event(b, corev1.EventTypeWarning, kubeoceanv1alpha1.EventForceUnbind, leftovers(b))
 	}
 	logger.Info("Unbound")
-	c.recorder.Event(b, corev1.EventTypeNormal, EventUnbound, "The syncer is stopped and the binding released.")
+	c.recorder.Event(b, corev1.EventTypeNormal, kubeoceanv1alpha1.EventUnbound, "The syncer is stopped and the binding released.")
 	c.retryWaitingFor(b.Spec.MountNamespace)
 	return nil
 }

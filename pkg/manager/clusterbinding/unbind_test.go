@@ -33,7 +33,7 @@ func TestUnbindWaitsForTheSyncersCleanup(t *testing.T) {
 	if len(f.runner.removed) != 0 || len(f.runner.ensured) != 0 {
 		t.Errorf("the running syncer was touched: ensured %v, removed %v", f.runner.ensured, f.runner.removed)
 	}
-	if ready := conditionOf(t, f.cached(b.Name), conditionReady); ready.Reason != ReasonUnbinding {
+	if ready := conditionOf(t, f.cached(b.Name), conditionReady); ready.Reason != kubeoceanv1alpha1.ReasonUnbinding {
 		t.Errorf("Ready = %+v", ready)
 	}
 	if _, err, actions := f.reconcile(b.Name); err != nil || len(actions) != 0 {
@@ -53,11 +53,11 @@ func TestUnbindStartsTheSyncerToCleanUp(t *testing.T) {
 	}
 	got := f.cached(b.Name)
 	ready := conditionOf(t, got, conditionReady)
-	if got.Status.Phase != kubeoceanv1alpha1.ClusterBindingFailed || ready.Reason != ReasonUnbindingBlocked ||
+	if got.Status.Phase != kubeoceanv1alpha1.ClusterBindingFailed || ready.Reason != kubeoceanv1alpha1.ReasonUnbindingBlocked ||
 		!strings.Contains(ready.Message, "connection refused") || !strings.Contains(ready.Message, kubeoceanv1alpha1.AnnotationForceUnbind+"=true") {
 		t.Errorf("phase %s, Ready %+v", got.Status.Phase, ready)
 	}
-	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+ReasonUnbindingBlocked) {
+	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+kubeoceanv1alpha1.ReasonUnbindingBlocked) {
 		t.Errorf("events = %v", events)
 	}
 }
@@ -72,12 +72,12 @@ func TestUnbindReleasesOnceTheSyncerIsGone(t *testing.T) {
 		wantEvents     []string
 	}{
 		{name: "syncer cleaned up", finalizers: []string{managerFinalizer, "other"}, syncerGone: true,
-			wantFinalizers: []string{"other"}, wantEvents: []string{"Normal " + EventUnbound}},
+			wantFinalizers: []string{"other"}, wantEvents: []string{"Normal " + kubeoceanv1alpha1.EventUnbound}},
 		{name: "syncer still stopping", finalizers: []string{managerFinalizer}, syncerGone: false},
 		{name: "forced", finalizers: []string{managerFinalizer, syncerFinalizer, "other"}, force: true, syncerGone: true,
-			wantFinalizers: []string{"other"}, wantEvents: []string{"Warning " + EventForceUnbind, "Normal " + EventUnbound}},
+			wantFinalizers: []string{"other"}, wantEvents: []string{"Warning " + kubeoceanv1alpha1.EventForceUnbind, "Normal " + kubeoceanv1alpha1.EventUnbound}},
 		{name: "forced without the syncer's finalizer", finalizers: []string{managerFinalizer}, force: true, syncerGone: true,
-			wantFinalizers: []string{}, wantEvents: []string{"Normal " + EventUnbound}},
+			wantFinalizers: []string{}, wantEvents: []string{"Normal " + kubeoceanv1alpha1.EventUnbound}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,13 +10,6 @@ import (
 	kubevalidation "github.com/kubeocean/kubeocean/pkg/validation"
 )
 
-// Reasons of an invalid binding.
-const (
-	ReasonInvalidSpec        = "InvalidSpec"
-	ReasonInvalidName        = "InvalidName"
-	ReasonDuplicateClusterID = "DuplicateClusterID"
-)
-
 // invalidSpec is why a binding cannot be served as it is.
 type invalidSpec struct {
 	reason, message string
@@ -27,10 +20,10 @@ type invalidSpec struct {
 // and a clusterID belongs to the binding that claimed it first.
 func (c *Controller) validate(b *kubeoceanv1alpha1.ClusterBinding) *invalidSpec {
 	if errs := kubevalidation.ClusterBindingSpec(&b.Spec); len(errs) > 0 {
-		return &invalidSpec{reason: ReasonInvalidSpec, message: "The spec is invalid: " + errs.ToAggregate().Error()}
+		return &invalidSpec{reason: kubeoceanv1alpha1.ReasonInvalidSpec, message: "The spec is invalid: " + errs.ToAggregate().Error()}
 	}
 	if len(b.Name) > validation.LabelValueMaxLength {
-		return &invalidSpec{reason: ReasonInvalidName, message: fmt.Sprintf(
+		return &invalidSpec{reason: kubeoceanv1alpha1.ReasonInvalidName, message: fmt.Sprintf(
 			"The name is %d characters long; it must be at most %d, since the syncer puts it in label values (kubeocean.io/cluster-binding). Recreate the binding with a shorter name.",
 			len(b.Name), validation.LabelValueMaxLength)}
 	}
@@ -39,7 +32,7 @@ func (c *Controller) validate(b *kubeoceanv1alpha1.ClusterBinding) *invalidSpec 
 		return nil
 	}
 	if owner := clusterIDOwner(b, peers); owner != nil {
-		return &invalidSpec{reason: ReasonDuplicateClusterID, message: fmt.Sprintf(
+		return &invalidSpec{reason: kubeoceanv1alpha1.ReasonDuplicateClusterID, message: fmt.Sprintf(
 			"clusterID %q is already used by ClusterBinding %s, which was created first; clusterIDs must be unique and are immutable, so recreate this binding with another clusterID (or delete %s).",
 			b.Spec.ClusterID, owner.Name, owner.Name)}
 	}
@@ -81,5 +74,5 @@ func claimedBefore(a, b *kubeoceanv1alpha1.ClusterBinding) bool {
 // was its physical cluster checked, whatever the outcome.
 func validated(b *kubeoceanv1alpha1.ClusterBinding) bool {
 	connected := meta.FindStatusCondition(b.Status.Conditions, kubeoceanv1alpha1.ClusterBindingConditionConnected)
-	return connected != nil && connected.Reason != ReasonNotChecked
+	return connected != nil && connected.Reason != kubeoceanv1alpha1.ReasonNotChecked
 }
