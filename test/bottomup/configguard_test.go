@@ -28,7 +28,7 @@ func TestSelectorMatchingNothingHoldsEveryNode(t *testing.T) {
 	testenv.CreateNamespace(t, w.Virtual, "guard-sel")
 	waitPodRunning(t, w, "guard-sel", "web", vnode)
 
-	updateBinding(t, w, func(b *kubeoceanv1alpha1.ClusterBinding) {
+	w.UpdateBinding(t, func(b *kubeoceanv1alpha1.ClusterBinding) {
 		b.Spec.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"no-such-suite"}
 	})
 	if exit := w.WaitSyncerExit(t, 30*time.Second); exit == nil || !strings.Contains(exit.Error(), "restarting") {
@@ -41,7 +41,7 @@ func TestSelectorMatchingNothingHoldsEveryNode(t *testing.T) {
 	observeUnchanged(t, w, vnode, "guard-sel", "web", 15*time.Second)
 
 	token := held.Message[strings.LastIndex(held.Message, "=")+1 : strings.LastIndex(held.Message, " --overwrite")]
-	updateBinding(t, w, func(b *kubeoceanv1alpha1.ClusterBinding) {
+	w.UpdateBinding(t, func(b *kubeoceanv1alpha1.ClusterBinding) {
 		b.Annotations = map[string]string{kubeoceanv1alpha1.AnnotationConfirmNodeRemoval: token}
 	})
 	w.WaitNodeGone(t, "guard-sel-a")
@@ -89,22 +89,6 @@ func TestKubeconfigOfAnotherClusterFreezesEveryNode(t *testing.T) {
 	w.RunSyncer(t)
 	waitHeldCondition(t, w)
 	observeUnchanged(t, w, vnode, "guard-id", "web", 5*time.Second)
-}
-
-func updateBinding(t *testing.T, w *testenv.SyncerWorld, mutate func(*kubeoceanv1alpha1.ClusterBinding)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		b, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(t.Context(), w.Binding, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(b)
-		_, err = w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Update(t.Context(), b, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // setPin writes status.physicalClusterUID as the manager would.

@@ -38,15 +38,10 @@ func TestNodeSelectorScopesThePhysicalNodes(t *testing.T) {
 		t.Fatalf("a node outside the binding's selector got a twin (err %v)", err)
 	}
 
-	binding, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, "scope", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	binding.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-		{Key: "suite", Operator: corev1.NodeSelectorOpIn, Values: []string{"scope", "scope-later"}}}}}}
-	if _, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Update(ctx, binding, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	w.UpdateBinding(t, func(binding *kubeoceanv1alpha1.ClusterBinding) {
+		binding.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "suite", Operator: corev1.NodeSelectorOpIn, Values: []string{"scope", "scope-later"}}}}}}
+	})
 	exit := w.WaitSyncerExit(t, 30*time.Second)
 	if exit == nil || !strings.Contains(exit.Error(), "restarting") {
 		t.Fatalf("the syncer stopped with %v, want a restart for the new node selector", exit)

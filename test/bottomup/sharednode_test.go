@@ -76,16 +76,10 @@ func TestBindingsSharingANodeLendOnlyWhatTheOtherDoesNotUse(t *testing.T) {
 // run again.
 func selectAlso(t *testing.T, w *testenv.SyncerWorld, suite string) {
 	t.Helper()
-	ctx := t.Context()
-	binding, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, w.Binding, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	binding.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-		{Key: "suite", Operator: corev1.NodeSelectorOpIn, Values: []string{w.Binding, suite}}}}}}
-	if _, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Update(ctx, binding, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	w.UpdateBinding(t, func(binding *kubeoceanv1alpha1.ClusterBinding) {
+		binding.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "suite", Operator: corev1.NodeSelectorOpIn, Values: []string{w.Binding, suite}}}}}}
+	})
 	if exit := w.WaitSyncerExit(t, 30*time.Second); exit == nil || !strings.Contains(exit.Error(), "restarting") {
 		t.Fatalf("the syncer stopped with %v, want a restart for the new node selector", exit)
 	}

@@ -192,11 +192,9 @@ func checkTwoVirtualClusters(t *testing.T, addr, dnsBin, upstream string) {
 	setServiceNamespaces(t, faraway, stack.AppNamespace)
 
 	w2 := testenv.StartSyncer(t, second, world.Physical, "worker-2", "worker-2", syncer.Options{Workers: 2, PodWorkers: 2, NodeWorkers: 1})
-	binding, err := w2.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, w2.Binding, metav1.GetOptions{})
-	step(t, "get the second binding", err)
-	binding.Spec.ServiceNamespaces = []string{stack.AppNamespace}
-	_, err = w2.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Update(ctx, binding, metav1.UpdateOptions{})
-	step(t, "list demo in the second binding's serviceNamespaces", err)
+	w2.UpdateBinding(t, func(binding *kubeoceanv1alpha1.ClusterBinding) {
+		binding.Spec.ServiceNamespaces = []string{stack.AppNamespace}
+	})
 	server2, err := world.StartDNS(waitCtx(t), dnsBin, w2.Mount, "--upstream="+upstream)
 	step(t, "start kubeocean-dns of the second binding", err)
 	t.Cleanup(func() { logTailOnFailure(t, server2.Process); server2.Stop() })

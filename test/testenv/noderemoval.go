@@ -33,20 +33,29 @@ func (w *SyncerWorld) ConfirmNodeRemoval(t *testing.T, previous string) string {
 		token = held.Message[strings.LastIndex(held.Message, "=")+1 : strings.LastIndex(held.Message, " --overwrite")]
 		return token != previous, fmt.Errorf("token %q", token)
 	})
+	w.UpdateBinding(t, func(b *kubeoceanv1alpha1.ClusterBinding) {
+		if b.Annotations == nil {
+			b.Annotations = map[string]string{}
+		}
+		b.Annotations[kubeoceanv1alpha1.AnnotationConfirmNodeRemoval] = token
+	})
+	return token
+}
+
+// UpdateBinding changes the world's ClusterBinding with mutate, on the
+// latest version: the syncer writes its status meanwhile.
+func (w *SyncerWorld) UpdateBinding(t *testing.T, mutate func(*kubeoceanv1alpha1.ClusterBinding)) {
+	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		b, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(t.Context(), w.Binding, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if b.Annotations == nil {
-			b.Annotations = map[string]string{}
-		}
-		b.Annotations[kubeoceanv1alpha1.AnnotationConfirmNodeRemoval] = token
+		mutate(b)
 		_, err = w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Update(t.Context(), b, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return token
 }

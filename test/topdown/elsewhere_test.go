@@ -89,14 +89,9 @@ func TestServiceEndpointsElsewhere(t *testing.T) {
 	}
 
 	// Joined with B: A's mirror holds B's pod by its IP.
-	binding, err := a.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, a.Binding, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	binding.Spec.Network = &kubeoceanv1alpha1.ClusterBindingNetwork{JoinedWith: []string{b.Binding}}
-	if _, err := a.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Update(ctx, binding, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	a.UpdateBinding(t, func(binding *kubeoceanv1alpha1.ClusterBinding) {
+		binding.Spec.Network = &kubeoceanv1alpha1.ClusterBindingNetwork{JoinedWith: []string{b.Binding}}
+	})
 	testenv.WaitFor(t, 30*time.Second, "A's joined EndpointSlice holding B's pod's IP "+ips[b.ClusterID], func(ctx context.Context) (bool, error) {
 		slices := joinedSlices(ctx, t, a, mirror)
 		if len(slices) != 1 {

@@ -151,14 +151,7 @@ func TestServiceMirrors(t *testing.T) {
 	if _, err := getMirror(ctx, w, other, "web"); !apierrors.IsNotFound(err) {
 		t.Fatalf("a Service of a namespace without pods on the binding is mirrored: %v", err)
 	}
-	b, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Get(ctx, w.Binding, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Spec.ServiceNamespaces = []string{other}
-	if _, err := w.VirtualOcean.KubeoceanV1alpha1().ClusterBindings().Update(ctx, b, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	w.UpdateBinding(t, func(b *kubeoceanv1alpha1.ClusterBinding) { b.Spec.ServiceNamespaces = []string{other} })
 	testenv.WaitFor(t, 30*time.Second, "the mirror of "+other+"/web", func(ctx context.Context) (bool, error) {
 		_, err := getMirror(ctx, w, other, "web")
 		return err == nil, err
