@@ -78,6 +78,18 @@ const (
 	// Comparing it with the node tells Kubeocean's own from what users or
 	// other controllers added, so updates replace ours and keep theirs.
 	AnnotationLastAppliedMetadata = "kubeocean.io/last-applied-metadata"
+
+	// AnnotationSyncerRenderHash on each object the manager renders for a
+	// syncer is the hash of the rendering. The object is updated when a new
+	// rendering hashes differently; edits by hand stay until then (delete
+	// the object to get a fresh one at once).
+	AnnotationSyncerRenderHash = "kubeocean.io/syncer-render-hash"
+	// AnnotationConnectBackoff on a binding keeps the backoff of its failing
+	// connection across manager restarts, as JSON: consecutive failures,
+	// when the next attempt is due, and the inputs (spec generation and
+	// kubeconfig) they were counted for. It is removed once the binding
+	// connects.
+	AnnotationConnectBackoff = "kubeocean.io/connect-backoff"
 	// TaintOutOfTimeWindows marks a virtual node outside its policy's time
 	// windows: NoSchedule, then NoExecute once a forced reclaim is due.
 	TaintOutOfTimeWindows = "kubeocean.io/out-of-time-windows"
@@ -254,213 +266,4 @@ const (
 	// EventDropBindingRateLimit: a new virtual event found the binding's
 	// token bucket (--event-qps) empty.
 	EventDropBindingRateLimit = "binding-rate-limit"
-)
-
-// Reasons of the events and conditions the syncer and the manager write on
-// Kubernetes objects (docs/operations.md §6).
-const (
-	// ReasonCSINodeConflict (Warning event on a virtual node): a CSINode that
-	// is not Kubeocean's holds the virtual node's name, so its drivers cannot
-	// be mirrored.
-	ReasonCSINodeConflict = "CSINodeConflict"
-	// ReasonMissingVirtualPodMapping (Warning event on a physical pod): a
-	// managed physical pod without the annotations naming its virtual pod
-	// was deleted.
-	ReasonMissingVirtualPodMapping = "MissingVirtualPodMapping"
-	// ReasonVirtualPodGone (event on a physical pod): the virtual pod it was
-	// made for is gone or replaced, so the physical pod was deleted.
-	ReasonVirtualPodGone = "VirtualPodGone"
-	// ReasonPhysicalPodMappingRefused (Warning event on a virtual pod): its
-	// mapping annotations name a physical pod that Kubeocean did not make
-	// for it, so a kubelet API request for it was refused.
-	ReasonPhysicalPodMappingRefused = "PhysicalPodMappingRefused"
-	// ReasonSyncerServingCertificate is the reason of the Approved condition
-	// the manager writes on a syncer's serving certificate request.
-	ReasonSyncerServingCertificate = "KubeoceanSyncerServingCertificate"
-	// ReasonNotSyncerServingCertificate is the reason of the Denied
-	// condition the manager writes on a request a syncer made that fails
-	// its checks (the message says which).
-	ReasonNotSyncerServingCertificate = "NotAKubeoceanSyncerServingCertificate"
-	// EventCSRApproved (Normal event on a CertificateSigningRequest): the
-	// manager approved it.
-	EventCSRApproved = "Approved"
-	// EventCSRDenied (Warning event on a CertificateSigningRequest): the
-	// manager denied it.
-	EventCSRDenied = "Denied"
-
-	// EventConfigurationInvalid (Warning event on a binding): virtual nodes
-	// are left as they are because a spec they depend on (the binding's node
-	// selector, or a policy that may lend them) cannot be evaluated.
-	EventConfigurationInvalid = "ConfigurationInvalid"
-	// EventNodeNameCollision (Warning event on a binding): a Node that is not
-	// Kubeocean's holds a virtual node's name.
-	EventNodeNameCollision = "NodeNameCollision"
-	// EventPolicyFinalizerKept (event on a binding): unbinding left the
-	// reclaim finalizer on the policies it names, which another binding of
-	// the same name may use.
-	EventPolicyFinalizerKept = "PolicyFinalizerKept"
-	// EventVolumesRetained (event on a binding): unbinding left the physical
-	// volumes it lists in place, with their data.
-	EventVolumesRetained = "VolumesRetained"
-
-	// ReasonResizing (event, and reason of the Resizing condition, on a
-	// virtual PVC): the physical cluster is resizing the claim's volume.
-	ReasonResizing = "Resizing"
-	// ReasonVolumeResizeFailed (Warning event and condition reason on a
-	// virtual PVC): the physical cluster refused or failed the resize; the
-	// message says why.
-	ReasonVolumeResizeFailed = "VolumeResizeFailed"
-	// ReasonVolumeResizeSuccessful (event on a virtual PVC): the volume has
-	// the size the claim asks for.
-	ReasonVolumeResizeSuccessful = "VolumeResizeSuccessful"
-)
-
-// Reasons of the conditions and events on ResourceLeasingPolicies
-// (docs/operations.md §5 and §6).
-const (
-	// ReasonValid (condition Valid, True): the spec can be applied.
-	ReasonValid = "Valid"
-	// ReasonInvalidSpec (condition Valid of a policy, or Ready of a binding,
-	// False): the spec fails the controllers' validation; the message lists
-	// the fields.
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonInTimeWindow (condition Active, True): the policy is inside one
-	// of its time windows, which the message names.
-	ReasonInTimeWindow = "InTimeWindow"
-	// ReasonOutsideTimeWindows (condition Active, False): the policy is
-	// outside every window; the message says until when.
-	ReasonOutsideTimeWindows = "OutsideTimeWindows"
-	// ReasonNoTimeWindows (condition Active, True): the policy has no
-	// windows, so it always lends.
-	ReasonNoTimeWindows = "NoTimeWindows"
-
-	// EventPolicyActivated (event on a policy): it entered a time window (or
-	// has none).
-	EventPolicyActivated = "Activated"
-	// EventPolicyDeactivated (event on a policy): it left its time windows.
-	EventPolicyDeactivated = "Deactivated"
-	// EventInvalidPolicy (Warning event on a policy): its spec cannot be
-	// applied.
-	EventInvalidPolicy = "InvalidPolicy"
-	// EventPolicyReclaimed (event on a deleted policy): no virtual node is
-	// lent by it any more, so its finalizer is removed.
-	EventPolicyReclaimed = "Reclaimed"
-)
-
-// Reasons of a binding's SyncerReady condition (also Ready's while the
-// syncer is not running) and the events the manager records on a binding
-// about its syncer (docs/operations.md §4 and §6).
-const (
-	// ReasonSyncerRunning (True): the syncer runs; in deployment mode an
-	// available replica, in-process its caches synced.
-	ReasonSyncerRunning = "SyncerRunning"
-	// ReasonSyncerStarting: the syncer Deployment is being created, or an
-	// in-process syncer waits for its caches.
-	ReasonSyncerStarting = "SyncerStarting"
-	// ReasonSyncerFailed: an in-process syncer stopped with an error; it is
-	// restarted with backoff.
-	ReasonSyncerFailed = "SyncerFailed"
-	// ReasonSyncerTemplateError: the syncer templates do not render for the
-	// binding.
-	ReasonSyncerTemplateError = "SyncerTemplateError"
-	// ReasonSyncerRollingOut: the syncer Deployment is rolling out.
-	ReasonSyncerRollingOut = "SyncerRollingOut"
-	// ReasonSyncerUnavailable: the syncer Deployment has no available
-	// replica.
-	ReasonSyncerUnavailable = "SyncerUnavailable"
-	// ReasonSyncerDeploymentFailed: the Deployment does not progress, or an
-	// object the templates render is not the binding's.
-	ReasonSyncerDeploymentFailed = "SyncerDeploymentFailed"
-	// ReasonSyncerDeploymentDeleting: the syncer Deployment is being
-	// deleted.
-	ReasonSyncerDeploymentDeleting = "SyncerDeploymentDeleting"
-
-	// EventSyncerCreated: a syncer object was created from the templates.
-	EventSyncerCreated = "SyncerCreated"
-	// EventSyncerUpdated: a syncer object was updated from the templates.
-	EventSyncerUpdated = "SyncerUpdated"
-	// EventSyncerDeleted: a syncer Deployment was deleted (unbinding, or a
-	// leftover after a template renamed it).
-	EventSyncerDeleted = "SyncerDeleted"
-	// EventSyncerStarted: an in-process syncer started.
-	EventSyncerStarted = "SyncerStarted"
-	// EventSyncerRestarted: an in-process syncer restarted after a spec or
-	// kubeconfig change, or after a failure.
-	EventSyncerRestarted = "SyncerRestarted"
-	// EventSyncerStopped: an in-process syncer stopped.
-	EventSyncerStopped = "SyncerStopped"
-	// EventSyncerCrashed (Warning): an in-process syncer failed; the message
-	// holds the error.
-	EventSyncerCrashed = "SyncerCrashed"
-
-	// AnnotationSyncerRenderHash on each object the manager renders for a
-	// syncer is the hash of the rendering. The object is updated when a new
-	// rendering hashes differently; edits by hand stay until then (delete
-	// the object to get a fresh one at once).
-	AnnotationSyncerRenderHash = "kubeocean.io/syncer-render-hash"
-)
-
-// Reasons of a ClusterBinding's Ready and Connected conditions, which the
-// manager writes, and the events it records on a binding when it unbinds
-// (docs/operations.md §4 and §6). Each time Ready changes the manager also
-// records an event with Ready's reason. The config errors of the
-// kubeconfig (KubeconfigSecretNotFound, …) are pkg/remotecluster's.
-const (
-	// ReasonPending (Ready, Unknown): first sight; the checks are running.
-	ReasonPending = "Pending"
-	// ReasonReady (Ready, True): valid, connected, and the syncer runs.
-	ReasonReady = "Ready"
-	// ReasonConnected (Connected, True): the physical cluster answered and
-	// the credentials allow what the syncer needs.
-	ReasonConnected = "Connected"
-	// ReasonNotChecked (Connected, Unknown): not checked yet, or the spec is
-	// invalid so no check was made.
-	ReasonNotChecked = "NotChecked"
-	// ReasonSyncerNotStarted (SyncerReady): the syncer starts once the
-	// binding is valid and connected.
-	ReasonSyncerNotStarted = "SyncerNotStarted"
-	// ReasonUnbinding (Ready, False): the binding is deleted and its syncer
-	// is cleaning up.
-	ReasonUnbinding = "Unbinding"
-	// ReasonUnbindingBlocked (Ready, False): the binding is deleted but the
-	// syncer cannot run to clean up.
-	ReasonUnbindingBlocked = "UnbindingBlocked"
-	// ReasonInvalidName (Ready, False): the binding's name is too long for
-	// the label values it ends up in.
-	ReasonInvalidName = "InvalidName"
-	// ReasonDuplicateClusterID (Ready, False): an older binding, named in
-	// the message, already uses the clusterID.
-	ReasonDuplicateClusterID = "DuplicateClusterID"
-
-	// ReasonKubeconfigSecretUnreadable (Ready, Connected, False): reading the
-	// kubeconfig Secret, or building clients from it, failed with an error
-	// that is no config error.
-	ReasonKubeconfigSecretUnreadable = "KubeconfigSecretUnreadable"
-	// ReasonUnreachable (Ready, Connected, False): the physical API server
-	// did not answer.
-	ReasonUnreachable = "Unreachable"
-	// ReasonAccessReviewFailed (Ready, Connected, False): the permissions
-	// could not be checked.
-	ReasonAccessReviewFailed = "AccessReviewFailed"
-	// ReasonInsufficientPermissions (Ready, Connected, False): the
-	// credentials lack permissions the syncer needs; the message lists them.
-	ReasonInsufficientPermissions = "InsufficientPermissions"
-	// ReasonPhysicalClusterIdentityUnreadable (Ready, Connected, False): the
-	// physical cluster answered but its identity (the kube-system
-	// namespace's UID) could not be read.
-	ReasonPhysicalClusterIdentityUnreadable = "PhysicalClusterIdentityUnreadable"
-
-	// EventUnbound (event on a binding): the syncer is stopped and the
-	// binding released.
-	EventUnbound = "Unbound"
-	// EventForceUnbind (Warning event on a binding): the binding was released
-	// without the syncer's cleanup; the message lists possible leftovers.
-	EventForceUnbind = "ForceUnbind"
-
-	// AnnotationConnectBackoff on a binding keeps the backoff of its failing
-	// connection across manager restarts, as JSON: consecutive failures,
-	// when the next attempt is due, and the inputs (spec generation and
-	// kubeconfig) they were counted for. It is removed once the binding
-	// connects.
-	AnnotationConnectBackoff = "kubeocean.io/connect-backoff"
 )
