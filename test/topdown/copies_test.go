@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -77,7 +76,7 @@ func TestInUseCopiesStayInStep(t *testing.T) {
 			return false, err
 		}
 		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
-			return e.Reason == dependents.ReasonMarksRestored && e.InvolvedObject.Name == a.cm
+			return e.Reason == kubeoceanv1alpha1.ReasonKubeoceanMarksRestored && e.InvolvedObject.Name == a.cm
 		}), nil
 	})
 

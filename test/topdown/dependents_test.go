@@ -443,7 +443,7 @@ func (e *dependentsEnv) checkConflict(s *dependents.Syncer) {
 	if !errors.As(err, &conflict) {
 		t.Fatalf("EnsureConfigMap(taken) = %v, want a ConflictError", err)
 	}
-	selector := fields.Set{"involvedObject.uid": string(taken.UID), "reason": dependents.ReasonConflict}.String()
+	selector := fields.Set{"involvedObject.uid": string(taken.UID), "reason": kubeoceanv1alpha1.ReasonPhysicalNameConflict}.String()
 	e.poll("conflict event", func(ctx context.Context) (bool, error) {
 		list, err := e.virtualKube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
 		return err == nil && len(list.Items) > 0, err

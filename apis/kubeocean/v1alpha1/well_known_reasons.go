@@ -61,6 +61,15 @@ const (
 	// ReasonVolumeResizeSuccessful (event on a virtual PVC): the volume has
 	// the size the claim asks for.
 	ReasonVolumeResizeSuccessful = "VolumeResizeSuccessful"
+
+	// ReasonPhysicalNameConflict (Warning event on a virtual ConfigMap,
+	// Secret, PVC or PV): its physical name is taken by an object Kubeocean
+	// did not make for it, so it is not copied.
+	ReasonPhysicalNameConflict = "PhysicalNameConflict"
+	// ReasonKubeoceanMarksRestored (Warning event on a virtual object):
+	// someone removed its synced-by label and finalizer while pods of the
+	// binding use it; they are put back.
+	ReasonKubeoceanMarksRestored = "KubeoceanMarksRestored"
 )
 
 // Reasons of the conditions and events on ResourceLeasingPolicies

@@ -216,8 +216,8 @@ func TestReplacedObjectInUseIsMarkedAgain(t *testing.T) {
 	}
 	select {
 	case event := <-f.e.Recorder.Events:
-		if !strings.Contains(event, "Warning "+dependents.ReasonMarksRestored) {
-			t.Errorf("event %q, want a Warning %s", event, dependents.ReasonMarksRestored)
+		if !strings.Contains(event, "Warning "+kubeoceanv1alpha1.ReasonKubeoceanMarksRestored) {
+			t.Errorf("event %q, want a Warning %s", event, kubeoceanv1alpha1.ReasonKubeoceanMarksRestored)
 		}
 	default:
 		t.Errorf("no event says the marks were put back")

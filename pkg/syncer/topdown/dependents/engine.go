@@ -247,7 +247,7 @@ func createCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, d
 func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, actual, desired T, retry bool) (matched bool, err error) {
 	logger := klog.FromContext(ctx).WithValues("kind", k.name, "virtual", klog.KObj(virtual), "physical", klog.KObj(actual))
 	if !s.mayUpdate(actual, virtual.GetNamespace(), virtual.GetName()) {
-		s.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonConflict,
+		s.recorder.Eventf(virtual, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonPhysicalNameConflict,
 			"Physical %s %s exists and was not made by Kubeocean for this object and binding%s; it is left alone and this %s is not synced",
 			k.name, objectName(actual.GetNamespace(), actual.GetName()), s.blockerDetail(actual), k.name)
 		return false, &ConflictError{Kind: k.name, Namespace: virtual.GetNamespace(), Name: virtual.GetName(), PhysicalName: actual.GetName()}

@@ -45,16 +45,6 @@ const (
 	ReasonPhysicalCopyTerminating = "PhysicalCopyTerminating"
 )
 
-// ReasonConflict is the reason of the Warning event recorded on a virtual
-// object whose physical name is taken by an object Kubeocean did not make
-// for it.
-const ReasonConflict = "PhysicalNameConflict"
-
-// ReasonMarksRestored is the reason of the Warning event recorded on a
-// virtual object whose synced-by label and finalizer someone removed while
-// pods of the binding use it; they are put back.
-const ReasonMarksRestored = "KubeoceanMarksRestored"
-
 // NotReadyError says a dependent object cannot be copied yet; the pod that
 // needs it waits, with Reason as its pending reason.
 type NotReadyError struct {

@@ -303,7 +303,7 @@ func ensureOnce[T object](ctx context.Context, s *Syncer, k *kind[T], key, names
 	if !wasMarked && hasOurCopy(s, k, namespace, name, at) {
 		// Our copy is there, so the object was marked once: someone took
 		// the marks off (a replace with the user's own manifest).
-		s.recorder.Eventf(marked, corev1.EventTypeWarning, ReasonMarksRestored,
+		s.recorder.Eventf(marked, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonKubeoceanMarksRestored,
 			"Kubeocean's label and finalizer were removed while pods of cluster %s use this %s; they were put back", s.clusterID, k.name)
 	}
 	matched, err := ensureCopy(ctx, s, k, marked, at)

@@ -181,8 +181,8 @@ func TestEnsureConfigMapRefusesForeignObject(t *testing.T) {
 			}
 			select {
 			case event := <-e.Recorder.Events:
-				if !strings.Contains(event, dependents.ReasonConflict) {
-					t.Errorf("event %q, want reason %s", event, dependents.ReasonConflict)
+				if !strings.Contains(event, kubeoceanv1alpha1.ReasonPhysicalNameConflict) {
+					t.Errorf("event %q, want reason %s", event, kubeoceanv1alpha1.ReasonPhysicalNameConflict)
 				}
 			default:
 				t.Error("no event recorded")
