@@ -70,6 +70,20 @@ const (
 	// someone removed its synced-by label and finalizer while pods of the
 	// binding use it; they are put back.
 	ReasonKubeoceanMarksRestored = "KubeoceanMarksRestored"
+
+	// EventDraining (event on a virtual node): it is being removed; the
+	// message says why (binding deleted, physical node gone, no longer
+	// selected, no policy lends it).
+	EventDraining = "Draining"
+	// EventProvisioning (event on a virtual PVC): the claim was made in the
+	// physical cluster, on the node the message names.
+	EventProvisioning = "Provisioning"
+	// EventProvisioningSucceeded (event on a virtual PVC): its volume was
+	// provisioned in the physical cluster.
+	EventProvisioningSucceeded = "ProvisioningSucceeded"
+	// EventSyncerCleanedUp (event on a binding): the syncer's unbinding
+	// cleanup is done.
+	EventSyncerCleanedUp = "SyncerCleanedUp"
 )
 
 // Reasons of the conditions and events on ResourceLeasingPolicies

@@ -60,7 +60,7 @@ func (c *Controller) sync(ctx context.Context, _ string) (controller.Result, err
 		return controller.Result{}, err
 	}
 	logger.Info("Unbinding finished: the syncer's objects are gone")
-	c.opts.Recorder.Event(binding, corev1.EventTypeNormal, "SyncerCleanedUp", "The syncer removed its virtual nodes and physical objects")
+	c.opts.Recorder.Event(binding, corev1.EventTypeNormal, kubeoceanv1alpha1.EventSyncerCleanedUp, "The syncer removed its virtual nodes and physical objects")
 	return controller.Result{}, nil
 }
 

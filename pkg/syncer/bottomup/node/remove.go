@@ -48,7 +48,7 @@ func (c *Controller) remove(ctx context.Context, name, reason string, force, evi
 		c.writes.wrote(name, node.ResourceVersion, tainted)
 		node = tainted
 		logger.Info("Draining virtual node", "reason", reason)
-		c.recorder.Eventf(node, corev1.EventTypeNormal, "Draining", "Removing the virtual node: %s", reason)
+		c.recorder.Eventf(node, corev1.EventTypeNormal, kubeoceanv1alpha1.EventDraining, "Removing the virtual node: %s", reason)
 	}
 
 	evictUntil := c.evictionDeadline(node, force)

@@ -147,7 +147,7 @@ func (c *Controller) provisionClaim(ctx context.Context, claim *corev1.Persisten
 			return fmt.Errorf("creating holder claim %s/%s: %w", c.mountNamespace, holder.Name, err)
 		}
 		logger.Info("Provisioning in the physical cluster", "holder", klog.KObj(holder))
-		c.recorder.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "Claim %s/%s made in the physical cluster on node %s", c.mountNamespace, holder.Name, physicalNode)
+		c.recorder.Eventf(claim, corev1.EventTypeNormal, kubeoceanv1alpha1.EventProvisioning, "Claim %s/%s made in the physical cluster on node %s", c.mountNamespace, holder.Name, physicalNode)
 		return nil
 	}
 	if holder.Spec.VolumeName == "" || holder.Status.Phase != corev1.ClaimBound {
@@ -165,7 +165,7 @@ func (c *Controller) provisionClaim(ctx context.Context, claim *corev1.Persisten
 		return fmt.Errorf("creating virtual volume %s: %w", pv.Name, err)
 	}
 	logger.Info("Provisioned", "volume", pv.Name, "physicalVolume", physicalPV.Name)
-	c.recorder.Eventf(claim, corev1.EventTypeNormal, "ProvisioningSucceeded", "Volume %s provisioned as %s in the physical cluster", pv.Name, physicalPV.Name)
+	c.recorder.Eventf(claim, corev1.EventTypeNormal, kubeoceanv1alpha1.EventProvisioningSucceeded, "Volume %s provisioned as %s in the physical cluster", pv.Name, physicalPV.Name)
 	return nil
 }
 
