@@ -151,8 +151,8 @@ func fakeBinder(t *testing.T, physical, virtual kubernetes.Interface, out *bytes
 // their tokens stop working), and only those: a tenant's copied Secret
 // that looks like one stays.
 func TestRotateTokenRevokesEarlierCredentials(t *testing.T) {
-	ours := map[string]string{CredentialLabel: syncerServiceAccount}
-	tenants := map[string]string{CredentialLabel: syncerServiceAccount, kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
+	ours := map[string]string{kubeoceanv1alpha1.LabelCredential: syncerServiceAccount}
+	tenants := map[string]string{kubeoceanv1alpha1.LabelCredential: syncerServiceAccount, kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
 	physical := kubefake.NewClientset(
 		credentialSecret(credentialPrefix+"old01", ours), credentialSecret(credentialPrefix+"old02", ours),
 		credentialSecret(credentialPrefix+"tenant-0123456789abcdef", tenants))
@@ -198,7 +198,7 @@ func TestRotateTokenRevokesEarlierCredentials(t *testing.T) {
 // Without --rotate-token an existing kubeconfig Secret is kept and no
 // credential is issued or revoked.
 func TestBindAgainKeepsTheCredential(t *testing.T) {
-	physical := kubefake.NewClientset(credentialSecret(credentialPrefix+"old01", map[string]string{CredentialLabel: syncerServiceAccount}))
+	physical := kubefake.NewClientset(credentialSecret(credentialPrefix+"old01", map[string]string{kubeoceanv1alpha1.LabelCredential: syncerServiceAccount}))
 	var requests []authenticationv1.TokenRequest
 	tokenReactor(physical, &requests)
 	virtual := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "w1-kubeconfig"},

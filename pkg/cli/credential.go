@@ -26,13 +26,10 @@ import (
 // kubeocean-syncer of its mount namespace, bound to a Secret of its own in
 // that namespace: deleting the Secret revokes the token (the API server
 // refuses a bound token whose object is gone), so a rotation can end the
-// old credential at once instead of waiting for it to expire.
-const (
-	// CredentialLabel marks the Secrets bind binds credentials to, with
-	// the value of the ServiceAccount's name.
-	CredentialLabel  = "kubeocean.io/credential"
-	credentialPrefix = syncerServiceAccount + "-credential-"
-)
+// old credential at once instead of waiting for it to expire. The Secrets
+// carry kubeoceanv1alpha1.LabelCredential and are named credentialPrefix
+// plus a random suffix.
+const credentialPrefix = syncerServiceAccount + "-credential-"
 
 // credential is a token issued for a binding and the Secret it is bound to.
 type credential struct {
@@ -50,7 +47,7 @@ func issueCredential(ctx context.Context, kube kubernetes.Interface, namespace s
 			// A suffix of our own rather than generateName, so each try
 			// names its Secret before creating it.
 			Name:        credentialPrefix + utilrand.String(5),
-			Labels:      map[string]string{CredentialLabel: syncerServiceAccount},
+			Labels:      map[string]string{kubeoceanv1alpha1.LabelCredential: syncerServiceAccount},
 			Annotations: map[string]string{"kubeocean.io/description": "Deleting this Secret revokes the kubeocean-syncer token bound to it."},
 		},
 		Type: corev1.SecretTypeOpaque,
@@ -74,13 +71,13 @@ func issueCredential(ctx context.Context, kube kubernetes.Interface, namespace s
 // copy of a tenant's Secret (which the syncer labels managed-by) never is,
 // whatever its name and labels say.
 func isCredential(s *corev1.Secret) bool {
-	return s.Labels[CredentialLabel] == syncerServiceAccount && strings.HasPrefix(s.Name, credentialPrefix) &&
+	return s.Labels[kubeoceanv1alpha1.LabelCredential] == syncerServiceAccount && strings.HasPrefix(s.Name, credentialPrefix) &&
 		s.Labels[kubeoceanv1alpha1.LabelManagedBy] == "" && s.Type == corev1.SecretTypeOpaque
 }
 
 // credentials lists the credential Secrets of the mount namespace, by name.
 func credentials(ctx context.Context, kube kubernetes.Interface, namespace string) ([]corev1.Secret, error) {
-	list, err := kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: CredentialLabel + "=" + syncerServiceAccount})
+	list, err := kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: kubeoceanv1alpha1.LabelCredential + "=" + syncerServiceAccount})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -24,7 +24,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 
 	"github.com/kubeocean/kubeocean/pkg/app"
-	"github.com/kubeocean/kubeocean/pkg/cli"
 	"github.com/kubeocean/kubeocean/pkg/manager"
 	"github.com/kubeocean/kubeocean/pkg/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -335,7 +334,7 @@ func resetMountNamespace(t *testing.T, w *world, mountNamespace string) {
 		t.Error(err)
 	}
 	_ = w.physical.CoreV1().ConfigMaps(mountNamespace).Delete(ctx, kubeoceanv1alpha1.MountNamespaceClaim, metav1.DeleteOptions{})
-	err := w.physical.CoreV1().Secrets(mountNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: cli.CredentialLabel})
+	err := w.physical.CoreV1().Secrets(mountNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: kubeoceanv1alpha1.LabelCredential})
 	if err != nil {
 		t.Error(err)
 	}

@@ -84,6 +84,10 @@ const (
 	// rendering hashes differently; edits by hand stay until then (delete
 	// the object to get a fresh one at once).
 	AnnotationSyncerRenderHash = "kubeocean.io/syncer-render-hash"
+	// LabelCredential marks the Secrets in a mount namespace that
+	// `kubeocean bind` binds the syncer's tokens to, with the value of the
+	// ServiceAccount's name: deleting such a Secret revokes its token.
+	LabelCredential = "kubeocean.io/credential"
 	// AnnotationConnectBackoff on a binding keeps the backoff of its failing
 	// connection across manager restarts, as JSON: consecutive failures,
 	// when the next attempt is due, and the inputs (spec generation and
