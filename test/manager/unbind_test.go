@@ -30,8 +30,11 @@ func TestUnbindingLeavesNothing(t *testing.T) {
 	if _, err := w.physical.CoreV1().Nodes().Create(ctx, testenv.KwokNode(node, "4", "8Gi", map[string]string{"suite": name}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Pinned to the binding's mount namespace: its unbinding releases the
+	// reclaim finalizer of such a policy (an unpinned one keeps it for a
+	// binding of the same name elsewhere).
 	rlp := &kubeoceanv1alpha1.ResourceLeasingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: name}}
+		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: name, MountNamespace: "mount-" + clusterID}}
 	if _, err := w.physicalOcean.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, rlp, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -60,17 +60,21 @@ func waitCreatedCondition(t *testing.T, w *testenv.SyncerWorld, ns, name string,
 	return p, found
 }
 
-// eventsFor are the events about the virtual pod with reason.
+// eventsFor counts the events about the virtual pod with reason. The
+// recorder writes them a moment after the condition they go with, so it
+// waits up to 10 s for the first.
 func eventsFor(t *testing.T, w *testenv.SyncerWorld, ns, name, reason string) int32 {
 	t.Helper()
-	list, err := w.Virtual.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{
-		FieldSelector: fields.Set{"involvedObject.name": name, "reason": reason}.String()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var count int32
-	for _, e := range list.Items {
-		count += max(e.Count, 1)
+	for deadline := time.Now().Add(10 * time.Second); count == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		list, err := w.Virtual.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.name": name, "reason": reason}.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list.Items {
+			count += max(e.Count, 1)
+		}
 	}
 	return count
 }
