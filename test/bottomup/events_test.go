@@ -332,21 +332,6 @@ func runEventsController(t *testing.T, w *eventsWorld) *physicalevents.Controlle
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	virtual.Start(runCtx)
-	physical.Start(runCtx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := c.Run(runCtx, 1); err != nil {
-			t.Errorf("events controller: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		stop()
-		<-done
-		virtual.Shutdown()
-		physical.Shutdown()
-	})
+	runController(t, ctx, "events controller", virtual, physical, func(ctx context.Context) error { return c.Run(ctx, 1) })
 	return c
 }

@@ -162,14 +162,22 @@ func (e podStatusEnv) runController(clusterID, mountNS string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(stopRecorder)
+	runController(t, ctx, "controller", virtual, physical, func(ctx context.Context) error { return c.Run(ctx, 2) })
+}
+
+// runController starts both clusters' informers and run, a controller's
+// Run, until the test ends; then it stops run, waits for it and shuts the
+// informers down.
+func runController(t *testing.T, ctx context.Context, what string, virtual, physical *informers.Cluster, run func(context.Context) error) {
 	runCtx, stop := context.WithCancel(ctx)
 	virtual.Start(runCtx)
 	physical.Start(runCtx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := c.Run(runCtx, 2); err != nil {
-			t.Errorf("controller: %v", err)
+		if err := run(runCtx); err != nil {
+			t.Errorf("%s: %v", what, err)
 		}
 	}()
 	t.Cleanup(func() {
@@ -177,7 +185,6 @@ func (e podStatusEnv) runController(clusterID, mountNS string) {
 		<-done
 		virtual.Shutdown()
 		physical.Shutdown()
-		stopRecorder()
 	})
 }
 
