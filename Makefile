@@ -9,7 +9,7 @@ BIN := bin
 # commit's, so a build is reproducible.
 VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown))
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
-VERSION_PKG := github.com/kubeocean/kubeocean/pkg/version
+VERSION_PKG := github.com/kubeocean/kubeocean/internal/version
 LDFLAGS := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(COMMIT) \
 	-X $(VERSION_PKG).buildDate=$(shell git log -1 --format=%cI 2>/dev/null)
 # Packages with unit tests (fake clientsets, no processes): all but test/.

@@ -10,8 +10,8 @@ import (
 
 	cliflag "k8s.io/component-base/cli/flag"
 
-	"github.com/kubeocean/kubeocean/pkg/app"
-	"github.com/kubeocean/kubeocean/pkg/dns"
+	"github.com/kubeocean/kubeocean/internal/app"
+	"github.com/kubeocean/kubeocean/internal/dns"
 )
 
 func main() {

@@ -7,8 +7,8 @@ package main
 import (
 	"os"
 
-	"github.com/kubeocean/kubeocean/pkg/app"
-	"github.com/kubeocean/kubeocean/pkg/manager"
+	"github.com/kubeocean/kubeocean/internal/app"
+	"github.com/kubeocean/kubeocean/internal/manager"
 )
 
 func main() {

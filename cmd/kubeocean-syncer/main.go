@@ -8,8 +8,8 @@ import (
 
 	cliflag "k8s.io/component-base/cli/flag"
 
-	"github.com/kubeocean/kubeocean/pkg/app"
-	"github.com/kubeocean/kubeocean/pkg/syncer"
+	"github.com/kubeocean/kubeocean/internal/app"
+	"github.com/kubeocean/kubeocean/internal/syncer"
 )
 
 func main() {

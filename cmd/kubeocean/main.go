@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/kubeocean/kubeocean/pkg/cli"
+	"github.com/kubeocean/kubeocean/internal/cli"
 )
 
 func main() {

@@ -5,7 +5,7 @@
 //
 //	go run ./hack/crdpatch manifests/crds/*.yaml
 //
-// The rules refuse at admission what pkg/validation.NodeSelector refuses
+// The rules refuse at admission what internal/validation.NodeSelector refuses
 // (what the syncer cannot evaluate), and the limits they come with (at most
 // maxTerms terms of maxRequirements requirements of maxValues values) keep
 // the apiserver's estimate of their cost within its budget: without
@@ -220,7 +220,7 @@ func requirementParts(requirement map[string]any) (key, operator, values, value 
 }
 
 // patchLabelRequirement: what labels.Requirement and
-// pkg/validation.NodeSelector accept for a requirement on node labels.
+// internal/validation.NodeSelector accept for a requirement on node labels.
 func patchLabelRequirement(requirement map[string]any) error {
 	key, operator, values, value, err := requirementParts(requirement)
 	if err != nil {

@@ -131,7 +131,7 @@ func walkProperties(schema map[string]any, path string, visit func(string, map[s
 }
 
 // The regular expressions agree with the apimachinery functions that
-// pkg/validation uses, on the edges of what each accepts.
+// internal/validation uses, on the edges of what each accepts.
 func TestRegexesAgreeWithGoValidation(t *testing.T) {
 	qualified := regexp.MustCompile(qualifiedNameRegex)
 	prefixLength := regexp.MustCompile(`^[^/]{1,253}/`)

@@ -2,7 +2,8 @@
 // built from kubeconfig Secrets and rebuilt when the Secret changes or the
 // entry grows old, with a per-cluster rate limit. It also classifies errors:
 // a broken Secret or kubeconfig is a ConfigError (not retried until the user
-// changes it), everything else is transient (retried with Backoff).
+// changes it), everything else is transient, for the caller to retry with its own
+// backoff.
 package remotecluster
 
 import (

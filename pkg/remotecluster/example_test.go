@@ -84,14 +84,3 @@ func ExampleConfigError() {
 	}
 	// Output: KubeconfigSecretNotFound true
 }
-
-// Transient failures back off per key: 30s, 1m, 2m, 4m, then 5m.
-func ExampleBackoff() {
-	backoff := remotecluster.NewBackoff()
-	for range 6 {
-		fmt.Print(backoff.Next("worker-1"), " ")
-	}
-	backoff.Reset("worker-1")
-	fmt.Println("| after a success:", backoff.Next("worker-1"))
-	// Output: 30s 1m0s 2m0s 4m0s 5m0s 5m0s | after a success: 30s
-}

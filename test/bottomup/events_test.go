@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/syncer"
+	physicalevents "github.com/kubeocean/kubeocean/internal/syncer/bottomup/events"
 	"github.com/kubeocean/kubeocean/pkg/informers"
-	"github.com/kubeocean/kubeocean/pkg/naming"
-	"github.com/kubeocean/kubeocean/pkg/ownership"
-	"github.com/kubeocean/kubeocean/pkg/syncer"
-	physicalevents "github.com/kubeocean/kubeocean/pkg/syncer/bottomup/events"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 

@@ -20,11 +20,11 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
-	"github.com/kubeocean/kubeocean/pkg/events"
+	"github.com/kubeocean/kubeocean/internal/events"
+	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/csinode"
+	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/lease"
 	"github.com/kubeocean/kubeocean/pkg/informers"
-	"github.com/kubeocean/kubeocean/pkg/naming"
-	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/csinode"
-	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/lease"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 

@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/hostports"
-	"github.com/kubeocean/kubeocean/pkg/syncer"
+	"github.com/kubeocean/kubeocean/internal/hostports"
+	"github.com/kubeocean/kubeocean/internal/syncer"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 

@@ -50,7 +50,7 @@ func TestLeaderHandover(t *testing.T) {
 	t.Logf("requests of the standby %s: %s", standby.name, describeRequests(standbyRequests))
 	// Besides reading the Lease, a standby makes one request: the GET
 	// /version with which every binary waits, at start-up, for its API
-	// server to answer (pkg/app).
+	// server to answer (internal/app).
 	startup := map[string]float64{"virtual get nonresource": 1}
 	for kind, n := range standbyRequests {
 		if kind != "virtual get leases" && n > startup[kind] {

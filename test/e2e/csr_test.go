@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/manager/csrapproval"
-	"github.com/kubeocean/kubeocean/pkg/syncer/kubeletapi"
+	"github.com/kubeocean/kubeocean/internal/manager/csrapproval"
+	"github.com/kubeocean/kubeocean/internal/syncer/kubeletapi"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
 	"github.com/kubeocean/kubeocean/test/stack"
 )

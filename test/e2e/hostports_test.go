@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeocean/kubeocean/pkg/hostports"
+	"github.com/kubeocean/kubeocean/internal/hostports"
 )
 
 const (

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/manager/csrapproval"
-	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
+	"github.com/kubeocean/kubeocean/internal/manager/csrapproval"
+	"github.com/kubeocean/kubeocean/internal/manager/syncertemplate"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
 	"github.com/kubeocean/kubeocean/test/stack"
@@ -208,7 +208,7 @@ var (
 		// A live read of a physical pod the cache may not have shown: one
 		// lost, one made by an older version, one whose deletion the cache
 		// did not deliver. The flow's pods are all deleted through the
-		// cache's events; pkg/syncer/topdown/pod's tests cover those reads.
+		// cache's events; internal/syncer/topdown/pod's tests cover those reads.
 		"get core/pods in namespace " + stack.MountNamespace,
 		// kubectl debug, which the flow does not run: test/topdown
 		// (TestKubectlDebugReachesPhysicalPod) does.

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
-	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
+	"github.com/kubeocean/kubeocean/internal/manager/syncertemplate"
+	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/test/stack"
 )
 

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubeocean/kubeocean/pkg/app"
+	"github.com/kubeocean/kubeocean/internal/app"
 )
 
 func freeAddr(t *testing.T) string {

@@ -234,7 +234,7 @@ func requirement(key, operator string, values ...any) map[string]any {
 	return r
 }
 
-// badSelectors are node selectors that pkg/validation.NodeSelector refuses
+// badSelectors are node selectors that internal/validation.NodeSelector refuses
 // (the syncer could not evaluate them), with what admission says of each.
 // They apply to the nodeSelector of both kinds.
 func badSelectors() []badSelector {

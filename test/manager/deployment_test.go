@@ -20,10 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/app"
-	"github.com/kubeocean/kubeocean/pkg/manager"
-	"github.com/kubeocean/kubeocean/pkg/manager/syncers"
-	"github.com/kubeocean/kubeocean/pkg/manager/syncertemplate"
+	"github.com/kubeocean/kubeocean/internal/app"
+	"github.com/kubeocean/kubeocean/internal/manager"
+	"github.com/kubeocean/kubeocean/internal/manager/syncers"
+	"github.com/kubeocean/kubeocean/internal/manager/syncertemplate"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeocean/kubeocean/pkg/app"
-	"github.com/kubeocean/kubeocean/pkg/manager"
+	"github.com/kubeocean/kubeocean/internal/app"
+	"github.com/kubeocean/kubeocean/internal/manager"
 )
 
 // TestLeaderElection runs two manager replicas: only the leader works, and

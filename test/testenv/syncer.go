@@ -20,9 +20,9 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
-	"github.com/kubeocean/kubeocean/pkg/app"
-	"github.com/kubeocean/kubeocean/pkg/naming"
-	"github.com/kubeocean/kubeocean/pkg/syncer"
+	"github.com/kubeocean/kubeocean/internal/app"
+	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/syncer"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 )
 

@@ -21,15 +21,15 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
-	"github.com/kubeocean/kubeocean/pkg/events"
+	"github.com/kubeocean/kubeocean/internal/events"
+	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/configmap"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pv"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pvc"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/secret"
 	"github.com/kubeocean/kubeocean/pkg/informers"
-	"github.com/kubeocean/kubeocean/pkg/naming"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/configmap"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents/dependentstest"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pv"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pvc"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/secret"
 )
 
 // dependentsGrace is the controllers' grace period before an unused copy

@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeocean/kubeocean/pkg/hostports"
-	"github.com/kubeocean/kubeocean/pkg/syncer"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/internal/hostports"
+	"github.com/kubeocean/kubeocean/internal/syncer"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 

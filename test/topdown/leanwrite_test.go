@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubeocean/kubeocean/pkg/leanwrite"
+	"github.com/kubeocean/kubeocean/internal/leanwrite"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 

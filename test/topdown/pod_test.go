@@ -23,14 +23,14 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
-	"github.com/kubeocean/kubeocean/pkg/events"
+	"github.com/kubeocean/kubeocean/internal/events"
+	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/podstatus"
+	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/pkg/informers"
-	"github.com/kubeocean/kubeocean/pkg/naming"
-	"github.com/kubeocean/kubeocean/pkg/ownership"
-	"github.com/kubeocean/kubeocean/pkg/syncer/bottomup/podstatus"
-	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/dependents"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 

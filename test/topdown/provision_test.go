@@ -17,9 +17,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/naming"
-	"github.com/kubeocean/kubeocean/pkg/syncer/tenantmeta"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
+	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/provision"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 

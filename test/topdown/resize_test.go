@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/pkg/syncer/topdown/provision"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/provision"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 

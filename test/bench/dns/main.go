@@ -38,8 +38,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 
-	"github.com/kubeocean/kubeocean/pkg/app"
-	kodns "github.com/kubeocean/kubeocean/pkg/dns"
+	"github.com/kubeocean/kubeocean/internal/app"
+	kodns "github.com/kubeocean/kubeocean/internal/dns"
 )
 
 type config struct {

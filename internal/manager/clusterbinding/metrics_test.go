@@ -1,0 +1,52 @@
+package clusterbinding
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/manager/connectivity"
+)
+
+func TestMetrics(t *testing.T) {
+	f := newFixture(t, nil)
+	registry := prometheus.NewRegistry()
+	var err error
+	f.c.metrics, err = newMetrics(registry, f.c.bindings, f.runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready, failed, fresh := bound(newBinding("ready", "r")), bound(newBinding("failed", "f")), newBinding("fresh", "x")
+	ready.Status.Phase, failed.Status.Phase = kubeoceanv1alpha1.ClusterBindingReady, kubeoceanv1alpha1.ClusterBindingFailed
+	for _, b := range []*kubeoceanv1alpha1.ClusterBinding{ready, failed, fresh} {
+		f.mustAdd(f.bindings, b)
+	}
+	f.runner.running["ready"] = true
+	f.c.metrics.observeCheck(&connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonUnreachable}, 0)
+	f.c.metrics.observeCheck(nil, 0)
+
+	want := `
+# HELP kubeocean_manager_cluster_bindings ClusterBindings by phase.
+# TYPE kubeocean_manager_cluster_bindings gauge
+kubeocean_manager_cluster_bindings{phase="Failed"} 1
+kubeocean_manager_cluster_bindings{phase="Pending"} 0
+kubeocean_manager_cluster_bindings{phase="Ready"} 1
+kubeocean_manager_cluster_bindings{phase="Unknown"} 1
+# HELP kubeocean_manager_connectivity_failures_total Failed checks of physical clusters, by reason.
+# TYPE kubeocean_manager_connectivity_failures_total counter
+kubeocean_manager_connectivity_failures_total{reason="Unreachable"} 1
+# HELP kubeocean_manager_syncers_running Syncers that run: in-process syncers started and not stopped, or syncer Deployments with an available replica.
+# TYPE kubeocean_manager_syncers_running gauge
+kubeocean_manager_syncers_running 1
+`
+	if err := testutil.GatherAndCompare(registry, strings.NewReader(want),
+		"kubeocean_manager_cluster_bindings", "kubeocean_manager_connectivity_failures_total", "kubeocean_manager_syncers_running"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(f.c.metrics.checks); n != 2 {
+		t.Errorf("%d check duration series, want success and failure", n)
+	}
+}

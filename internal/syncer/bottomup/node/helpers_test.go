@@ -1,0 +1,272 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
+	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions"
+	"github.com/kubeocean/kubeocean/internal/capacity"
+	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+const (
+	testBinding   = "worker-1"
+	testClusterID = "cls-1"
+	testMount     = "mount"
+)
+
+// testOwner is binding()'s identity, which the wiring's foreign-pod
+// transform is built with.
+var testOwner = ownership.Owner{ClusterID: testClusterID, BindingUID: "binding-uid"}
+
+// Friday 2026-11-20 12:00 UTC.
+var testNow = time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+
+// fixture is a controller over seeded listers and a fake virtual client.
+type fixture struct {
+	t        *testing.T
+	c        *Controller
+	virtual  *kubefake.Clientset
+	clock    *clocktesting.FakeClock
+	recorder *record.FakeRecorder
+
+	bindings, policies, physicalNodes, foreignPods, virtualNodes, virtualPods interface{ Add(any) error }
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	virtual := kubefake.NewClientset()
+	versionNodes(virtual)
+	physicalFactory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
+	virtualFactory := kubeinformers.NewSharedInformerFactory(virtual, 0)
+	oceanPhysical := kubeoceaninformers.NewSharedInformerFactory(kubeoceanfake.NewClientset(), 0)
+	oceanVirtual := kubeoceaninformers.NewSharedInformerFactory(kubeoceanfake.NewClientset(), 0)
+
+	f := &fixture{t: t, virtual: virtual, clock: clocktesting.NewFakeClock(testNow), recorder: record.NewFakeRecorder(100)}
+	opts := Options{
+		BindingName: testBinding, ClusterID: testClusterID, MountNamespace: testMount,
+		VirtualNodesClient: virtual.CoreV1(), VirtualPodsClient: virtual.CoreV1(),
+		Bindings:      oceanVirtual.Kubeocean().V1alpha1().ClusterBindings(),
+		Policies:      oceanPhysical.Kubeocean().V1alpha1().ResourceLeasingPolicies(),
+		PhysicalNodes: physicalFactory.Core().V1().Nodes(),
+		ForeignPods:   physicalFactory.Core().V1().Pods().Informer(),
+		VirtualNodes:  virtualFactory.Core().V1().Nodes(),
+		VirtualPods:   virtualFactory.Core().V1().Pods(),
+		Recorder:      f.recorder,
+		Metrics:       nil,
+		Clock:         f.clock,
+	}
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Most tests are about what is written, not when: no pacing unless a
+	// test sets it.
+	c.writes.interval = 0
+	f.c = c
+	f.bindings = opts.Bindings.Informer().GetIndexer()
+	f.policies = opts.Policies.Informer().GetIndexer()
+	f.physicalNodes = opts.PhysicalNodes.Informer().GetIndexer()
+	f.foreignPods = compactingStore{store: opts.ForeignPods.GetIndexer(), sums: c.foreignUsage}
+	f.virtualNodes = opts.VirtualNodes.Informer().GetIndexer()
+	f.virtualPods = opts.VirtualPods.Informer().GetIndexer()
+	return f
+}
+
+// versionNodes makes the fake client give nodes a new resourceVersion on
+// every write, as the API server does; the object tracker alone leaves it
+// empty, and keeps it on patches.
+func versionNodes(client *kubefake.Clientset) {
+	var version int
+	next := func() string { version++; return strconv.Itoa(version) }
+	client.PrependReactor("*", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		switch a := action.(type) {
+		case k8stesting.PatchAction:
+			obj, err := client.Tracker().Get(a.GetResource(), "", a.GetName())
+			if err != nil {
+				return true, nil, err
+			}
+			current, err := json.Marshal(obj)
+			if err != nil {
+				return true, nil, err
+			}
+			patched, err := strategicpatch.StrategicMergePatch(current, a.GetPatch(), corev1.Node{})
+			if err != nil {
+				return true, nil, err
+			}
+			node := &corev1.Node{}
+			if err := json.Unmarshal(patched, node); err != nil {
+				return true, nil, err
+			}
+			node.ResourceVersion = next()
+			return true, node, client.Tracker().Update(a.GetResource(), node, "")
+		case interface{ GetObject() runtime.Object }:
+			if node, ok := a.GetObject().(*corev1.Node); ok {
+				node.ResourceVersion = next()
+			}
+		}
+		return false, nil, nil
+	})
+}
+
+// compactingStore stores pods the way the foreign-pod informer's transform
+// does, and feeds the change to the controller's sums as its event handler
+// would.
+type compactingStore struct {
+	store cache.Indexer
+	sums  *capacity.UsageByNode
+}
+
+func (s compactingStore) Add(obj any) error {
+	compact, err := capacity.CompactForeignPod(testOwner)(obj)
+	if err != nil {
+		return err
+	}
+	old, _, err := s.store.Get(compact)
+	if err != nil {
+		return err
+	}
+	if err := s.store.Add(compact); err != nil {
+		return err
+	}
+	previous, _ := old.(*capacity.PodUsage)
+	s.sums.Update(previous, compact.(*capacity.PodUsage))
+	return nil
+}
+
+func (f *fixture) add(store interface{ Add(any) error }, objs ...runtime.Object) {
+	f.t.Helper()
+	for _, obj := range objs {
+		if err := store.Add(obj); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// sync reconciles key and, like the informer would, feeds every node the
+// fake client now holds back into the virtual node lister.
+func (f *fixture) sync(key string) controller.Result {
+	f.t.Helper()
+	f.virtual.ClearActions()
+	result, err := f.c.sync(context.Background(), key)
+	if err != nil {
+		f.t.Fatalf("sync(%s): %v", key, err)
+	}
+	f.refreshVirtualNodes()
+	return result
+}
+
+func (f *fixture) refreshVirtualNodes() {
+	nodes, err := f.virtual.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	store := f.virtualNodes.(interface {
+		Replace([]any, string) error
+	})
+	var objs []any
+	for i := range nodes.Items {
+		objs = append(objs, &nodes.Items[i])
+	}
+	if err := store.Replace(objs, ""); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// writes lists the verbs and resources of the client's write actions.
+func (f *fixture) writes() []string {
+	var out []string
+	for _, a := range f.virtual.Actions() {
+		if a.GetVerb() == "get" || a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			continue
+		}
+		w := a.GetVerb() + " " + a.GetResource().Resource
+		if sub := a.GetSubresource(); sub != "" {
+			w += "/" + sub
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func (f *fixture) virtualNode(name string) *corev1.Node {
+	f.t.Helper()
+	n, err := f.virtual.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+func binding() *kubeoceanv1alpha1.ClusterBinding {
+	return &kubeoceanv1alpha1.ClusterBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: testBinding, UID: "binding-uid"},
+		Spec: kubeoceanv1alpha1.ClusterBindingSpec{
+			ClusterID: testClusterID, MountNamespace: testMount,
+			SecretRef: kubeoceanv1alpha1.SecretReference{Name: "kc", Namespace: "kubeocean-system"},
+		},
+	}
+}
+
+func policy(name string, created time.Time, mutate ...func(*kubeoceanv1alpha1.ResourceLeasingPolicy)) *kubeoceanv1alpha1.ResourceLeasingPolicy {
+	p := &kubeoceanv1alpha1.ResourceLeasingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)},
+		Spec:       kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: testBinding},
+	}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func cpuPercent(percent int32) func(*kubeoceanv1alpha1.ResourceLeasingPolicy) {
+	return func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
+		p.Spec.ResourceLimits = append(p.Spec.ResourceLimits, kubeoceanv1alpha1.ResourceLimit{Resource: corev1.ResourceCPU, Percent: ptr.To(percent)})
+	}
+}
+
+func physicalNode(name string, labels map[string]string) *corev1.Node {
+	alloc := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("8"),
+		corev1.ResourceMemory: resource.MustParse("32Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-" + "name", Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Capacity: alloc, Allocatable: alloc,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: metav1.NewTime(testNow.Add(-time.Minute))}},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.3", Architecture: "amd64", OperatingSystem: "linux"},
+		},
+	}
+}
+
+func foreignPod(name, node, cpu string, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		Status: corev1.PodStatus{Phase: phase},
+	}
+}

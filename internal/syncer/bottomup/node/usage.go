@@ -1,0 +1,41 @@
+package node
+
+import (
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeocean/kubeocean/internal/capacity"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// usageHandler keeps the per-node sums of the foreign pods in step with the
+// informer's store, then passes the event on. It sees every event, in the
+// store's order and tombstones included, before the keys it enqueues are
+// reconciled, so a reconcile reads sums at least as new as the event that
+// queued it.
+type usageHandler struct {
+	sums *capacity.UsageByNode
+	next cache.ResourceEventHandler
+}
+
+func (h usageHandler) OnAdd(obj any, initial bool) {
+	if u, ok := controller.Unwrap[*capacity.PodUsage](obj); ok {
+		h.sums.Update(nil, u)
+	}
+	h.next.OnAdd(obj, initial)
+}
+
+func (h usageHandler) OnUpdate(oldObj, newObj any) {
+	old, okOld := controller.Unwrap[*capacity.PodUsage](oldObj)
+	updated, okNew := controller.Unwrap[*capacity.PodUsage](newObj)
+	if okOld && okNew {
+		h.sums.Update(old, updated)
+	}
+	h.next.OnUpdate(oldObj, newObj)
+}
+
+func (h usageHandler) OnDelete(obj any) {
+	if u, ok := controller.Unwrap[*capacity.PodUsage](obj); ok {
+		h.sums.Update(u, nil)
+	}
+	h.next.OnDelete(obj)
+}

@@ -1,0 +1,43 @@
+package node
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeocean/kubeocean/internal/capacity"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+func TestUsageHandlerSumsEveryEventAndPassesItOn(t *testing.T) {
+	sums := capacity.NewUsageByNode()
+	var queued []string
+	h := usageHandler{sums: sums, next: controller.Handler[*capacity.PodUsage, string]{
+		Enqueue: func(k string) { queued = append(queued, k) }, Keys: usageNodeKeys,
+	}}
+	compact := func(pod *corev1.Pod, rv string) *capacity.PodUsage {
+		pod = pod.DeepCopy()
+		pod.ResourceVersion = rv
+		obj, _ := capacity.CompactForeignPod(testOwner)(pod)
+		return obj.(*capacity.PodUsage)
+	}
+	running := compact(foreignPod("batch", "node-a", "1500m", corev1.PodRunning), "1")
+	moved := compact(foreignPod("batch", "node-b", "1500m", corev1.PodRunning), "2")
+
+	h.OnAdd(running, true)
+	if cpu := sums.Of("node-a")[corev1.ResourceCPU]; cpu.MilliValue() != 1500 {
+		t.Fatalf("after add, node-a holds %v CPU", cpu.String())
+	}
+	h.OnUpdate(running, moved)
+	if onB := sums.Of("node-b"); len(sums.Of("node-a")) != 0 || onB.Cpu().MilliValue() != 1500 {
+		t.Fatalf("after a move: node-a %v, node-b %v", sums.Of("node-a"), sums.Of("node-b"))
+	}
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "apps/batch", Obj: moved})
+	if len(sums.Of("node-b")) != 0 {
+		t.Fatalf("a tombstone left %v on node-b", sums.Of("node-b"))
+	}
+	if want := []string{"node-a", "node-a", "node-b", "node-b"}; len(queued) != len(want) {
+		t.Fatalf("queued %v, want %v", queued, want)
+	}
+}

@@ -1,0 +1,488 @@
+package pod
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/hostports"
+	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/unseen"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// Name names the controller, its queue and its metrics.
+const Name = "topdown-pod"
+
+// PodsByNodeIndex is the virtual pod informer index by spec.nodeName; a
+// virtual node showing up late brings the pods already bound to it. The
+// bottom-up node controller registers the same index under the same name.
+const PodsByNodeIndex = "spec.nodeName"
+
+// VirtualClient is what the controller does in the virtual cluster: read,
+// annotate, fail and finish pods; request service-account tokens; read the
+// cluster CA published as kube-root-ca.crt.
+type VirtualClient interface {
+	corev1client.PodsGetter
+	corev1client.ServiceAccountsGetter
+	corev1client.ConfigMapsGetter
+}
+
+// PhysicalClient is what the controller does in the physical cluster:
+// create, patch and delete pods and their token Secrets.
+//
+// Of the pods and Secrets that Create, Update and UpdateStatus return, on
+// either client, the controller reads the metadata only: the syncer's
+// clients ask the API servers for nothing more (package leanwrite).
+type PhysicalClient interface {
+	corev1client.PodsGetter
+	corev1client.SecretsGetter
+}
+
+// Options are the dependencies of the controller. All but VirtualAPIServer,
+// Metrics and Clock are required.
+type Options struct {
+	// ClusterID is the binding's cluster ID: virtual nodes labelled with it
+	// are this controller's.
+	ClusterID string
+	// BindingUID is the binding's UID: every physical object the controller
+	// makes carries it (see package ownership), and only such objects are
+	// updated or deleted.
+	BindingUID types.UID
+	// MountNamespace is the physical namespace the binding's pods go to.
+	MountNamespace string
+	// VirtualAPIServer, "host:port", is where pods in the physical cluster
+	// reach the virtual API server. When set, every container gets
+	// KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and
+	// KUBERNETES_SERVICE_PORT_HTTPS (unless it sets them itself) and, when
+	// host is an IP, host aliases for the kubernetes.default names, so
+	// in-cluster clients talk to the virtual cluster with the token this
+	// controller issues. When empty they reach the physical API server,
+	// where that token means nothing.
+	VirtualAPIServer string
+
+	VirtualClient  VirtualClient
+	PhysicalClient PhysicalClient
+
+	// VirtualPods: all namespaces; at least every pod bound to one of the
+	// binding's virtual nodes (the syncer caches no others). The
+	// controller adds the PodsByNodeIndex index unless it is there.
+	VirtualPods corev1informers.PodInformer
+	// VirtualNodes: the binding's virtual nodes (kubeocean.io/managed-by=
+	// kubeocean,kubeocean.io/cluster-id=<ClusterID>); other nodes are
+	// ignored anyway.
+	VirtualNodes corev1informers.NodeInformer
+	// PhysicalPods and PhysicalSecrets: MountNamespace, scoped to the
+	// binding's identity (ownership.Owner.Selector), so that another
+	// binding's objects in the same namespace are not even cached.
+	// PhysicalSecrets holds the token Secrets it made (label
+	// LabelPodToken), transformed by CompactTokenSecret: the controller
+	// reads them through the informer's store, never through its Lister.
+	PhysicalPods    corev1informers.PodInformer
+	PhysicalSecrets corev1informers.SecretInformer
+	// VirtualRootCAs: the virtual cluster's kube-root-ca.crt ConfigMaps,
+	// one per namespace (a field selector on that name will do). The CA
+	// a token Secret holds is read from them. Optional: without them, or
+	// for a namespace they do not show yet, it is read live, once per
+	// token Secret written.
+	VirtualRootCAs corev1informers.ConfigMapInformer
+
+	// Dependents copies ConfigMaps, Secrets and PVCs to the physical
+	// cluster; *dependents.Syncer.
+	Dependents Dependents
+	// DependencyEvents are informers on the virtual cluster's ConfigMaps,
+	// Secrets and PersistentVolumeClaims (metadata only will do), keyed by
+	// kind (dependents.KindConfigMap, ...). A pod waiting for one of them
+	// is reconciled as soon as it appears or changes, rather than on its
+	// retry backoff. Optional: without them waiting pods only retry.
+	DependencyEvents map[string]cache.SharedIndexInformer
+	// Recorder records events on virtual pods: it writes to the virtual
+	// cluster.
+	Recorder record.EventRecorder
+	// Metrics receives reconcile and queue metrics; nil records none.
+	Metrics *controller.Metrics
+	// Clock drives token refreshes and the queue's delays; default real.
+	Clock clock.WithTicker
+
+	// MountNamespaces: the physical mount namespace (a field selector on
+	// its name will do). Its Pod Security labels say which pods may be
+	// created there, and a change of them retries the pods refused.
+	// Optional: without it no pod is judged before it is sent.
+	MountNamespaces corev1informers.NamespaceInformer
+	// ResourceQuotas: the quotas of the mount namespace; a change of one
+	// retries the pods refused. Optional.
+	ResourceQuotas corev1informers.ResourceQuotaInformer
+	// SyncDaemonSetPods lets pods of DaemonSets run on virtual nodes. Off,
+	// they stay Pending with ConditionPhysicalPodCreated False.
+	SyncDaemonSetPods bool
+	// HostPorts tells the host ports bound on physical nodes by pods
+	// Kubeocean does not run: a pod asking for one of them on its node is
+	// not created (ConditionPhysicalPodCreated False, ReasonHostPortInUse)
+	// until it is freed. Optional.
+	HostPorts HostPorts
+	// Allowances say what the lender lets the binding's pods use beyond
+	// the defaults (ResourceLeasingPolicy.spec.allowances). Optional:
+	// without them nothing is allowed beyond the defaults.
+	Allowances *allowances.Source
+	// AllowancesSynced, with Allowances, tells that the policies they are
+	// read from have synced: no pod is judged before.
+	AllowancesSynced cache.InformerSynced
+	// Policies: the physical cluster's ResourceLeasingPolicies, which
+	// Allowances are read from; a change of what one allows retries the
+	// pods refused. Optional.
+	Policies cache.SharedIndexInformer
+	// Predecessors, optional, proves earlier bindings of this one by the
+	// physical pods they made for the virtual pods here (see
+	// ownership.Predecessors); such pods and token Secrets are adopted.
+	// Without it they block the pod (ReasonPhysicalPodNameTaken).
+	Predecessors *ownership.Predecessors
+	// BindingName and BindingStatus, optional, let the controller write the
+	// binding's PhysicalNamesTaken condition.
+	BindingName   string
+	BindingStatus BindingStatusWriter
+	// Network, optional, gives pods the binding's DNS server and the
+	// service variables of their namespace's mirrors (see Network).
+	// Without it they keep the physical cluster's resolver.
+	Network Network
+}
+
+// Controller reconciles virtual pods, keyed by namespace/name.
+type Controller struct {
+	*controller.Controller[cache.ObjectName]
+
+	clusterID      string
+	owner          ownership.Owner
+	predecessors   *ownership.Predecessors
+	bindingName    string
+	bindingStatus  BindingStatusWriter
+	blocked        *blockedPods
+	mountNamespace string
+	apiServer      *apiServerAddress
+	network        Network
+
+	virtualClient   VirtualClient
+	physicalClient  PhysicalClient
+	virtualPods     corev1listers.PodLister
+	virtualPodIndex cache.Indexer
+	virtualNodes    corev1listers.NodeLister
+	physicalPods    corev1listers.PodLister
+	tokenSecrets    cache.Indexer // *TokenSecretRecord, see CompactTokenSecret
+	virtualRootCAs  corev1listers.ConfigMapLister
+	dependents      Dependents
+	recorder        record.EventRecorder
+	clock           clock.WithTicker
+	created         createdPods
+	deleted         deletedPods
+	// createdTokens are the token Secrets of the mount namespace, by name,
+	// the controller created or renewed that its Secret informer has not
+	// shown yet. The physical pod's events follow their own watch and
+	// often come first; without this memory the pass they bring would
+	// find no token Secret in the cache and create it again, to meet
+	// AlreadyExists (an HTTP 409), a live read and a needless renewal.
+	createdTokens *unseen.Objects[string, *corev1.Secret]
+	waiters       *waiters
+
+	// mountNamespaces reads the mount namespace's labels; nil when not
+	// given.
+	mountNamespaces   corev1listers.NamespaceLister
+	podSecurity       *podSecurity
+	refusals          *refusals
+	syncDaemonSetPods bool
+	// hostPorts and portWaits: nil without Options.HostPorts.
+	hostPorts HostPorts
+	portWaits *portWaits
+	// allowances: nil allows nothing beyond the defaults.
+	allowances *allowances.Source
+}
+
+// New builds the controller and registers its event handlers and index; it
+// starts nothing.
+func New(opts Options) (*Controller, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	apiServer, err := parseAPIServer(opts.VirtualAPIServer)
+	if err != nil {
+		return nil, fmt.Errorf("topdown pod: VirtualAPIServer: %w", err)
+	}
+	podSecurity, err := newPodSecurity()
+	if err != nil {
+		return nil, fmt.Errorf("topdown pod: %w", err)
+	}
+	c := &Controller{
+		clusterID:       opts.ClusterID,
+		owner:           ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
+		predecessors:    opts.Predecessors,
+		bindingName:     opts.BindingName,
+		bindingStatus:   opts.BindingStatus,
+		blocked:         newBlockedPods(),
+		mountNamespace:  opts.MountNamespace,
+		apiServer:       apiServer,
+		network:         opts.Network,
+		virtualClient:   opts.VirtualClient,
+		physicalClient:  opts.PhysicalClient,
+		virtualPods:     opts.VirtualPods.Lister(),
+		virtualPodIndex: opts.VirtualPods.Informer().GetIndexer(),
+		virtualNodes:    opts.VirtualNodes.Lister(),
+		physicalPods:    opts.PhysicalPods.Lister(),
+		tokenSecrets:    opts.PhysicalSecrets.Informer().GetIndexer(),
+		dependents:      opts.Dependents,
+		recorder:        opts.Recorder,
+		clock:           opts.Clock,
+		waiters:         newWaiters(),
+		createdTokens:   unseen.New[string, *corev1.Secret](createdPodTimeout),
+
+		podSecurity:       podSecurity,
+		refusals:          newRefusals(),
+		syncDaemonSetPods: opts.SyncDaemonSetPods,
+		allowances:        opts.Allowances,
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	synced := []cache.InformerSynced{
+		opts.VirtualPods.Informer().HasSynced, opts.VirtualNodes.Informer().HasSynced,
+		opts.PhysicalPods.Informer().HasSynced, opts.PhysicalSecrets.Informer().HasSynced,
+	}
+	if opts.VirtualRootCAs != nil {
+		c.virtualRootCAs = opts.VirtualRootCAs.Lister()
+		synced = append(synced, opts.VirtualRootCAs.Informer().HasSynced)
+	}
+	if opts.MountNamespaces != nil {
+		c.mountNamespaces = opts.MountNamespaces.Lister()
+		synced = append(synced, opts.MountNamespaces.Informer().HasSynced)
+	}
+	if opts.ResourceQuotas != nil {
+		synced = append(synced, opts.ResourceQuotas.Informer().HasSynced)
+	}
+	if opts.HostPorts != nil {
+		synced = append(synced, opts.HostPorts.HasSynced)
+	}
+	if opts.AllowancesSynced != nil {
+		synced = append(synced, opts.AllowancesSynced)
+	}
+	c.Controller = controller.New(controller.Options[cache.ObjectName]{
+		Name:      Name,
+		Reconcile: c.reconcile,
+		// Physical pods are created and deleted from what these caches
+		// say: never before all of them have synced.
+		HasSynced: synced,
+		Metrics:   opts.Metrics,
+		Clock:     c.clock,
+	})
+	c.registerHostPorts(opts)
+	return c, c.registerHandlers(opts)
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.ClusterID == "" || o.BindingUID == "" || o.MountNamespace == "" {
+		errs = append(errs, errors.New("ClusterID, BindingUID and MountNamespace are required"))
+	}
+	if o.VirtualClient == nil || o.PhysicalClient == nil {
+		errs = append(errs, errors.New("VirtualClient and PhysicalClient are required"))
+	}
+	if o.VirtualPods == nil || o.VirtualNodes == nil || o.PhysicalPods == nil || o.PhysicalSecrets == nil {
+		errs = append(errs, errors.New("VirtualPods, VirtualNodes, PhysicalPods and PhysicalSecrets informers are required"))
+	}
+	if o.Dependents == nil || o.Recorder == nil {
+		errs = append(errs, errors.New("Dependents and Recorder are required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("topdown pod: %w", err)
+	}
+	return nil
+}
+
+// apiServerAddress is where physical pods reach the virtual API server.
+type apiServerAddress struct {
+	host, port string
+	// ip is set when host is an IP, which host aliases need.
+	ip string
+}
+
+func parseAPIServer(address string) (*apiServerAddress, error) {
+	if address == "" {
+		return nil, nil
+	}
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return nil, fmt.Errorf("port %q is not a number between 1 and 65535", port)
+	}
+	if host == "" {
+		return nil, errors.New("host is empty")
+	}
+	a := &apiServerAddress{host: host, port: port}
+	if ip := net.ParseIP(host); ip != nil {
+		a.ip = ip.String()
+	}
+	return a, nil
+}
+
+func (c *Controller) registerHandlers(opts Options) error {
+	informer := opts.VirtualPods.Informer()
+	if _, ok := informer.GetIndexer().GetIndexers()[PodsByNodeIndex]; !ok {
+		if err := informer.AddIndexers(cache.Indexers{PodsByNodeIndex: podNodeName}); err != nil {
+			return fmt.Errorf("topdown pod: adding %s index: %w", PodsByNodeIndex, err)
+		}
+	}
+	handlers := []struct {
+		what     string
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{"virtual pod", informer, controller.Handler[*corev1.Pod, cache.ObjectName]{
+			Enqueue: c.Enqueue, Keys: controller.ObjectKeys[*corev1.Pod],
+			Filter: c.onOurNode, Changed: virtualPodChanged,
+		}},
+		{"virtual node", opts.VirtualNodes.Informer(), controller.Handler[*corev1.Node, cache.ObjectName]{
+			Enqueue: c.Enqueue, Keys: c.podsOnNode, Filter: c.isOurNode,
+			Changed: func(oldNode, newNode *corev1.Node) bool { return !maps.Equal(oldNode.Labels, newNode.Labels) },
+		}},
+		{"physical pod", opts.PhysicalPods.Informer(), recordDeletions{deleted: &c.deleted, clock: c.clock,
+			ResourceEventHandler: controller.Handler[*corev1.Pod, cache.ObjectName]{
+				Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Pod], Filter: c.isManagedPod, Changed: physicalPodChanged,
+			}}},
+		{"physical token secret", opts.PhysicalSecrets.Informer(), controller.Handler[metav1.Object, cache.ObjectName]{
+			Enqueue: c.Enqueue, Keys: c.tokenSecretKeys, Filter: c.isTokenSecret,
+		}},
+	}
+	for kind, informer := range opts.DependencyEvents {
+		handlers = append(handlers, struct {
+			what     string
+			informer cache.SharedIndexInformer
+			handler  cache.ResourceEventHandler
+		}{"virtual " + kind, informer, c.waiters.handler(kind, c.Enqueue)})
+	}
+	for _, h := range handlers {
+		if err := c.Watch(h.informer, h.handler); err != nil {
+			return fmt.Errorf("topdown pod: registering %s handler: %w", h.what, err)
+		}
+	}
+	return c.registerRefusalHandlers(opts)
+}
+
+func podNodeName(obj any) ([]string, error) {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+		return []string{pod.Spec.NodeName}, nil
+	}
+	return nil, nil
+}
+
+// isOurNode tells the virtual nodes of this binding.
+func (c *Controller) isOurNode(node *corev1.Node) bool {
+	return node.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean &&
+		node.Labels[kubeoceanv1alpha1.LabelClusterID] == c.clusterID &&
+		naming.PhysicalNodeNameOf(node) != ""
+}
+
+// physicalNodeOf is the physical node behind the virtual node pod is bound
+// to, when that is a virtual node of this binding. Host port placeholders
+// are never run.
+func (c *Controller) physicalNodeOf(pod *corev1.Pod) (string, bool) {
+	if pod.Spec.NodeName == "" || hostports.IsPlaceholder(pod) {
+		return "", false
+	}
+	node, err := c.virtualNodes.Get(pod.Spec.NodeName)
+	if err != nil || !c.isOurNode(node) {
+		return "", false
+	}
+	return naming.PhysicalNodeNameOf(node), true
+}
+
+func (c *Controller) onOurNode(pod *corev1.Pod) bool {
+	_, ok := c.physicalNodeOf(pod)
+	return ok
+}
+
+// podsOnNode are the keys of the virtual pods bound to node.
+func (c *Controller) podsOnNode(node *corev1.Node) []cache.ObjectName {
+	objs, err := c.virtualPodIndex.ByIndex(PodsByNodeIndex, node.Name)
+	if err != nil {
+		return nil
+	}
+	keys := make([]cache.ObjectName, 0, len(objs))
+	for _, obj := range objs {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			keys = append(keys, controller.ObjectKey(pod))
+		}
+	}
+	return keys
+}
+
+// isManagedPod tells the physical pods of this binding. The informer is
+// scoped to them already; the check keeps a wider one from making us act
+// on another binding's pods.
+func (c *Controller) isManagedPod(pod *corev1.Pod) bool {
+	return pod.Namespace == c.mountNamespace && c.owner.Owns(pod)
+}
+
+func (c *Controller) isTokenSecret(secret metav1.Object) bool {
+	return secret.GetNamespace() == c.mountNamespace && secret.GetLabels()[LabelPodToken] == "true" && c.owner.Owns(secret)
+}
+
+// tokenSecretKeys maps a token Secret's event to its virtual pod. From its
+// first event on the cache speaks for the Secret, so the controller stops
+// standing in for it with the one it created (see createdTokens),
+// also when that event is a deletion.
+func (c *Controller) tokenSecretKeys(secret metav1.Object) []cache.ObjectName {
+	c.createdTokens.Forget(secret.GetName())
+	return virtualKeys(secret)
+}
+
+// virtualKeys maps a physical object Kubeocean made for a virtual pod back
+// to that pod, through its mapping annotations.
+func virtualKeys[T interface{ GetAnnotations() map[string]string }](obj T) []cache.ObjectName {
+	annotations := obj.GetAnnotations()
+	namespace := annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace]
+	name := annotations[kubeoceanv1alpha1.AnnotationVirtualPodName]
+	if namespace == "" || name == "" {
+		return nil
+	}
+	return []cache.ObjectName{{Namespace: namespace, Name: name}}
+}
+
+// virtualPodChanged drops the status-only updates (most of them: the
+// bottom-up side mirrors every physical status change), except a phase
+// change, which ends or starts the pod's token refreshes. Ephemeral
+// containers (kubectl debug) are added through their own subresource.
+func virtualPodChanged(oldPod, newPod *corev1.Pod) bool {
+	return oldPod.Generation != newPod.Generation ||
+		!maps.Equal(oldPod.Labels, newPod.Labels) ||
+		!maps.Equal(oldPod.Annotations, newPod.Annotations) ||
+		!oldPod.DeletionTimestamp.Equal(newPod.DeletionTimestamp) ||
+		!ptr.Equal(oldPod.DeletionGracePeriodSeconds, newPod.DeletionGracePeriodSeconds) ||
+		oldPod.Spec.NodeName != newPod.Spec.NodeName ||
+		!ptr.Equal(oldPod.Spec.ActiveDeadlineSeconds, newPod.Spec.ActiveDeadlineSeconds) ||
+		!maps.Equal(imagesOf(&oldPod.Spec), imagesOf(&newPod.Spec)) ||
+		oldPod.Status.Phase != newPod.Status.Phase ||
+		len(oldPod.Spec.EphemeralContainers) != len(newPod.Spec.EphemeralContainers)
+}
+
+// physicalPodChanged drops the physical kubelet's status updates except
+// phase changes; what else matters is a deletion or a change of metadata.
+func physicalPodChanged(oldPod, newPod *corev1.Pod) bool {
+	return !oldPod.DeletionTimestamp.Equal(newPod.DeletionTimestamp) ||
+		!maps.Equal(oldPod.Labels, newPod.Labels) ||
+		!maps.Equal(oldPod.Annotations, newPod.Annotations) ||
+		oldPod.Status.Phase != newPod.Status.Phase
+}

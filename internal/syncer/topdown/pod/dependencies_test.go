@@ -1,0 +1,127 @@
+package pod
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+func dependencyCondition(pod *corev1.Pod) *corev1.PodCondition {
+	return findCondition(pod.Status.Conditions, ConditionDependenciesReady)
+}
+
+// A pod whose ConfigMap is missing waits: a condition and an event say
+// why, once; no physical pod is made until the ConfigMap is there; the
+// condition turns True once the physical pod exists.
+func TestDependenciesNotReady(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
+	f.dependents.errs["ConfigMap/config"] = &dependents.NotReadyError{Kind: dependents.KindConfigMap, Namespace: virtualNS, Name: "config", Reason: dependents.ReasonNotFound}
+
+	_, err := f.reconcile()
+	if err == nil || controller.IsTerminal(err) {
+		t.Fatalf("error = %v, want one that is retried", err)
+	}
+	assertWrites(t, f, "virtual update pods", "virtual update pods/status")
+	condition := dependencyCondition(f.virtualPod())
+	if condition == nil || condition.Status != corev1.ConditionFalse || condition.Reason != ReasonDependencyNotReady ||
+		!strings.Contains(condition.Message, "ConfigMap team-a/config not ready: NotFound") {
+		t.Errorf("condition = %+v, want False %s naming the ConfigMap", condition, ReasonDependencyNotReady)
+	}
+	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Normal "+ReasonDependencyNotReady) {
+		t.Errorf("events = %v, want one %s", events, ReasonDependencyNotReady)
+	}
+	if f.virtualPod().Status.Phase != corev1.PodPending {
+		t.Errorf("phase = %s, want Pending", f.virtualPod().Status.Phase)
+	}
+
+	// Still missing: no new write, no new event.
+	f.syncCaches()
+	if _, err := f.reconcile(); err == nil {
+		t.Fatal("no error while the ConfigMap is missing")
+	}
+	assertWrites(t, f)
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events = %v, want none", events)
+	}
+
+	// There now: the pod is created, then the condition turns True.
+	delete(f.dependents.errs, "ConfigMap/config")
+	f.mustReconcile()
+	assertWrites(t, f, "physical create pods")
+	f.syncCaches()
+	f.mustReconcile()
+	assertWrites(t, f, "virtual update pods/status")
+	if condition := dependencyCondition(f.virtualPod()); condition == nil || condition.Status != corev1.ConditionTrue {
+		t.Errorf("condition = %+v, want True", condition)
+	}
+	f.syncCaches()
+	f.mustReconcile()
+	assertWrites(t, f)
+}
+
+// A missing object the pod refers to optionally does not hold it back.
+func TestOptionalMissingDependency(t *testing.T) {
+	virtual := boundPod()
+	virtual.Spec.Containers[0].Env[0].ValueFrom.ConfigMapKeyRef.Optional = ptr.To(true)
+	virtual.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
+	f.dependents.errs["ConfigMap/config"] = &dependents.NotReadyError{Kind: dependents.KindConfigMap, Namespace: virtualNS, Name: "config", Reason: dependents.ReasonNotFound}
+	f.dependents.errs["Secret/regcred"] = &dependents.NotReadyError{Kind: dependents.KindSecret, Namespace: virtualNS, Name: "regcred", Reason: dependents.ReasonNotFound}
+	f.mustReconcile()
+	assertWrites(t, f, "virtual update pods", "physical create pods")
+	created := actions(f.physicalKube, "create", "pods")[0].(clienttesting.CreateAction).GetObject().(*corev1.Pod)
+	if name := created.Spec.Containers[0].Env[0].ValueFrom.ConfigMapKeyRef.Name; name != pn("config") {
+		t.Errorf("optional ConfigMap reference = %q, want %q", name, pn("config"))
+	}
+}
+
+// A required object that is being deleted holds the pod back, unlike a
+// missing optional one.
+func TestOptionalDependencyNotReadyForOtherReason(t *testing.T) {
+	virtual := boundPod()
+	virtual.Spec.Containers[0].Env[0].ValueFrom.ConfigMapKeyRef.Optional = ptr.To(true)
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
+	f.dependents.errs["ConfigMap/config"] = &dependents.NotReadyError{Kind: dependents.KindConfigMap, Namespace: virtualNS, Name: "config", Reason: dependents.ReasonDeleting}
+	if _, err := f.reconcile(); err == nil {
+		t.Fatal("no error for a ConfigMap being deleted")
+	}
+	assertWrites(t, f, "virtual update pods", "virtual update pods/status")
+}
+
+// A name conflict is shown as a Warning and rechecked slowly: only someone
+// removing the foreign object can resolve it.
+func TestDependencyConflict(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
+	f.dependents.errs["Secret/creds"] = &dependents.ConflictError{Kind: dependents.KindSecret, Namespace: virtualNS, Name: "creds", PhysicalName: pn("creds")}
+	result, err := f.reconcile()
+	if err != nil || result.RequeueAfter != conflictRecheck {
+		t.Fatalf("reconcile = %+v, %v; want a recheck after %v", result, err, conflictRecheck)
+	}
+	assertWrites(t, f, "virtual update pods/status")
+	if c := dependencyCondition(f.virtualPod()); c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonDependencyConflict {
+		t.Errorf("condition = %+v, want False %s", c, ReasonDependencyConflict)
+	}
+	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+ReasonDependencyConflict) {
+		t.Errorf("events = %v, want one Warning %s", events, ReasonDependencyConflict)
+	}
+}
+
+// Failing to reach a cluster is retried without bothering the user.
+func TestDependencyTransientError(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
+	f.dependents.errs["Secret/creds"] = errors.New("connection refused")
+	if _, err := f.reconcile(); err == nil || controller.IsTerminal(err) {
+		t.Fatalf("error = %v, want one that is retried", err)
+	}
+	assertWrites(t, f)
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events = %v, want none", events)
+	}
+}

@@ -1,0 +1,14 @@
+// Package pod is the top-down syncer's virtual pod controller. For every
+// pod the virtual cluster's scheduler placed on a virtual node of this
+// binding it records the mapping on the virtual pod, copies the objects the
+// pod uses (through the dependents library), creates the physical pod in
+// the binding's mount namespace pinned to the physical node behind the
+// virtual node, keeps its labels, annotations, deadline and images in step,
+// issues the pod a service-account token of the virtual cluster, and
+// finishes a deleted virtual pod once its physical pod is gone. A virtual
+// pod whose physical pod vanished is marked Failed.
+//
+// The bottom-up pod-status controller does the rest of the round trip:
+// physical status and UID back to the virtual pod, and deletion of physical
+// pods whose virtual pod is gone.
+package pod

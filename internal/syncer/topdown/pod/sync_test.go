@@ -1,0 +1,316 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/diff"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
+	"github.com/kubeocean/kubeocean/pkg/controller"
+)
+
+// withTokenVolume adds the volume the ServiceAccount admission plugin
+// injects.
+func withTokenVolume(pod *corev1.Pod) *corev1.Pod {
+	pod.Spec.ServiceAccountName = "default"
+	pod.Spec.Volumes = append(pod.Spec.Volumes, projectedVolume("kube-api-access-x1y2z", ptr.To[int32](0o644),
+		corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
+		corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: rootCAConfigMap},
+			Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+		corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+			{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+	))
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "kube-api-access-x1y2z", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}
+	return pod
+}
+
+// tokenSecret is the token Secret of withTokenVolume(boundPod()) issued for
+// uid, due at refreshAt.
+func tokenSecret(uid types.UID, refreshAt time.Time) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: mountNS, Name: TokenSecretName(physicalName), UID: "secret-uid", ResourceVersion: "5",
+			Labels: testOwner.Stamp(map[string]string{LabelPodToken: "true"}),
+			Annotations: map[string]string{
+				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtualNS,
+				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
+				kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(uid),
+				AnnotationTokenRefreshAt:                        refreshAt.Format(time.RFC3339),
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"token": []byte("old"), "ca.crt": []byte("virtual-ca"), "metadata.namespace": []byte(virtualNS)},
+	}
+}
+
+func assertWrites(t *testing.T, f *fixture, want ...string) {
+	t.Helper()
+	if got := f.takeWrites(); !slices.Equal(got, want) {
+		t.Errorf("writes = %q, want %q", got, want)
+	}
+}
+
+// assertCreatedWithToken checks the writes of a new pod with a token: the
+// mapping and the TokenRequest with its Secret side by side (the Secret
+// after the token it holds), and the physical pod only after all of them.
+func assertCreatedWithToken(t *testing.T, f *fixture) {
+	t.Helper()
+	got := f.takeWrites()
+	mapping, token := "virtual update pods", []string{"virtual create serviceaccounts/token", "physical create secrets"}
+	without := slices.DeleteFunc(slices.Clone(got), func(w string) bool { return w == mapping })
+	if len(got) != 4 || len(without) != 3 || !slices.Equal(without, append(token, "physical create pods")) || got[3] != "physical create pods" {
+		t.Errorf("writes = %q, want %q beside %q, then %q", got, mapping, token, "physical create pods")
+	}
+}
+
+// TestCreate follows a new virtual pod: the mapping is recorded on it
+// while the token Secret is made, then the physical pod is created, and
+// reconciling again — also once the bottom-up side recorded the physical
+// UID — writes nothing.
+func TestCreate(t *testing.T) {
+	virtual := withTokenVolume(boundPod())
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, apiServer: "10.0.0.1:6443"})
+	result := f.mustReconcile()
+	assertCreatedWithToken(t, f)
+	if result.RequeueAfter != 0 {
+		t.Errorf("RequeueAfter = %v after create, want 0 (the physical pod's event comes)", result.RequeueAfter)
+	}
+
+	// The mapping write is an update of the pod as read (its UID and
+	// resourceVersion make a recreated or changed pod fail it) that adds
+	// the two annotations and changes nothing else.
+	mapped := actions(f.virtualKube, "update", "pods")[0].(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
+	wantMapped := virtual.DeepCopy()
+	if wantMapped.Annotations == nil {
+		wantMapped.Annotations = map[string]string{}
+	}
+	wantMapped.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = mountNS
+	wantMapped.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = physicalName
+	if !equality.Semantic.DeepEqual(mapped, wantMapped) {
+		t.Errorf("mapping write (-want +got):\n%s", diff.Diff(wantMapped, mapped))
+	}
+	if want := []string{"ConfigMap/team-a/config", "Secret/team-a/creds"}; !slices.Equal(f.dependents.calls, want) {
+		t.Errorf("dependents calls = %v, want %v", f.dependents.calls, want)
+	}
+
+	created := actions(f.physicalKube, "create", "pods")[0].(clienttesting.CreateAction).GetObject().(*corev1.Pod)
+	apiServer, _ := parseAPIServer("10.0.0.1:6443")
+	want := physicalPod(f.virtualPod(), translation{mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
+		names: resolvedNames(virtual), plan: planIdentity(virtual), apiServer: apiServer})
+	if !equality.Semantic.DeepEqual(created, want) {
+		t.Errorf("created pod (-want +got):\n%s", diff.Diff(want, created))
+	}
+
+	secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refreshAt := now.Add(3600 * time.Second * 8 / 10)
+	wantData := map[string][]byte{"token": []byte("token-1"), "ca.crt": []byte("virtual-ca"), "metadata.namespace": []byte(virtualNS)}
+	if !reflect.DeepEqual(secret.Data, wantData) || secret.Labels[LabelPodToken] != "true" ||
+		!testOwner.Owns(secret) ||
+		secret.Annotations[AnnotationTokenRefreshAt] != refreshAt.Format(time.RFC3339) ||
+		secret.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtualUID) {
+		t.Errorf("token Secret = %+v", secret)
+	}
+	request := actions(f.virtualKube, "create", "serviceaccounts/token")[0].(clienttesting.CreateActionImpl)
+	bound := request.GetObject().(*authenticationv1.TokenRequest).Spec.BoundObjectRef
+	if request.GetNamespace() != virtualNS || request.Name != "default" || bound == nil ||
+		bound.Kind != "Pod" || bound.Name != virtualName || bound.UID != virtualUID {
+		t.Errorf("token requested for %s/%s bound to %+v, want team-a/default bound to the virtual pod", request.GetNamespace(), request.Name, bound)
+	}
+
+	// The caches catch up: nothing more to write, the token is due later.
+	f.syncCaches()
+	// The Secret keeps the time to the second.
+	if result, want := f.mustReconcile(), refreshAt.Truncate(time.Second).Sub(now); result.RequeueAfter != want {
+		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, want)
+	}
+	assertWrites(t, f)
+
+	// The bottom-up side records the physical UID: still nothing.
+	if _, err := f.virtualKube.CoreV1().Pods(virtualNS).Patch(context.Background(), virtualName, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"kubeocean.io/physical-pod-uid":"physical-uid","kubeocean.io/last-sync-time":"2026-03-04T05:06:07Z"}}}`),
+		metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.syncCaches()
+	f.takeWrites()
+	f.mustReconcile()
+	assertWrites(t, f)
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events = %v, want none", events)
+	}
+}
+
+func TestIgnoresPodsNotOnOurNodes(t *testing.T) {
+	otherCluster := ourNode()
+	otherCluster.Labels[kubeoceanv1alpha1.LabelClusterID] = "c2"
+	noPhysical := ourNode()
+	delete(noPhysical.Labels, kubeoceanv1alpha1.LabelPhysicalNodeName)
+	unscheduled := boundPod()
+	unscheduled.Spec.NodeName = ""
+	tests := []struct {
+		name  string
+		pod   *corev1.Pod
+		nodes []*corev1.Node
+	}{
+		{name: "node of another binding", pod: boundPod(), nodes: []*corev1.Node{otherCluster}},
+		{name: "node without physical node label", pod: boundPod(), nodes: []*corev1.Node{noPhysical}},
+		{name: "node not cached", pod: boundPod(), nodes: []*corev1.Node{}},
+		{name: "not scheduled", pod: unscheduled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, seed{virtualPods: []*corev1.Pod{tt.pod}, nodes: tt.nodes})
+			f.mustReconcile()
+			assertWrites(t, f)
+			if len(f.dependents.calls) != 0 {
+				t.Errorf("dependents called: %v", f.dependents.calls)
+			}
+		})
+	}
+}
+
+func TestUpdateCarriesVirtualChanges(t *testing.T) {
+	virtual := mapped(boundPod(), physicalUID)
+	physical := physicalFor(virtual)
+	physical.Labels["added-by-webhook"] = "yes"
+	virtual.Labels["tier"] = "frontend"
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physical}})
+	f.mustReconcile()
+	assertWrites(t, f, "physical patch pods")
+	patch := actions(f.physicalKube, "patch", "pods")[0].(clienttesting.PatchAction)
+	if patch.GetPatchType() != types.StrategicMergePatchType {
+		t.Errorf("patch type = %s, want strategic merge", patch.GetPatchType())
+	}
+	stored, err := f.physicalPod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Labels[tenantmeta.LabelKey("tier")] != "frontend" || stored.Labels["added-by-webhook"] != "yes" {
+		t.Errorf("physical labels = %v, want tier added and the webhook's label kept", stored.Labels)
+	}
+	f.syncCaches()
+	f.mustReconcile()
+	assertWrites(t, f)
+}
+
+// The physical pod of an earlier virtual pod of the same name is left to
+// the bottom-up side, which deletes it once the new virtual pod claims the
+// name.
+func TestWaitsForStalePhysicalTwin(t *testing.T) {
+	stale := physicalFor(boundPod())
+	stale.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "earlier-uid"
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}, physicalPods: []*corev1.Pod{stale}})
+	f.mustReconcile()
+	assertWrites(t, f, "virtual update pods")
+	f.syncCaches()
+	f.mustReconcile()
+	assertWrites(t, f)
+	if len(f.dependents.calls) != 0 {
+		t.Errorf("dependencies copied while waiting: %v", f.dependents.calls)
+	}
+}
+
+func TestTerminalVirtualPodIsNotCreated(t *testing.T) {
+	virtual := mapped(boundPod(), physicalUID)
+	virtual.Status.Phase = corev1.PodSucceeded
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
+	f.mustReconcile()
+	// Its physical pod is gone: the token Secret goes too.
+	assertWrites(t, f, "physical delete secrets")
+	f.syncCaches()
+	f.mustReconcile()
+	assertWrites(t, f)
+}
+
+func TestMappingMismatchIsTerminal(t *testing.T) {
+	virtual := boundPod()
+	virtual.Annotations = map[string]string{
+		kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "elsewhere",
+		kubeoceanv1alpha1.AnnotationPhysicalPodName:      physicalName,
+	}
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
+	_, err := f.reconcile()
+	if !controller.IsTerminal(err) {
+		t.Errorf("error = %v, want a terminal one", err)
+	}
+	assertWrites(t, f)
+	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], ReasonMappingMismatch) {
+		t.Errorf("events = %v, want one %s", events, ReasonMappingMismatch)
+	}
+}
+
+func TestNameTakenByForeignPod(t *testing.T) {
+	foreign := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: mountNS, Name: physicalName, UID: "foreign"}}
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}, livePhysical: []runtime.Object{foreign}})
+	result := f.mustReconcile()
+	if result.RequeueAfter != conflictRecheck {
+		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, conflictRecheck)
+	}
+	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+ReasonPhysicalPodNameTaken) {
+		t.Errorf("events = %v, want one Warning %s", events, ReasonPhysicalPodNameTaken)
+	}
+}
+
+// Our own mapping write brings the pod back before the physical pod's
+// event: the pass waits for that event instead of creating again.
+func TestCreatedPodAwaitedInCache(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
+	f.mustReconcile()
+	assertWrites(t, f, "virtual update pods", "physical create pods")
+	f.cache("virtualPods", f.virtualPod())
+	calls := len(f.dependents.calls)
+
+	if result := f.mustReconcile(); result.RequeueAfter != createdPodTimeout {
+		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, createdPodTimeout)
+	}
+	assertWrites(t, f)
+	if len(f.dependents.calls) != calls {
+		t.Errorf("dependencies copied again: %v", f.dependents.calls[calls:])
+	}
+
+	// The event never came: after the timeout a create finds the pod
+	// there, ours, and waits no more.
+	f.clock.Step(createdPodTimeout)
+	f.mustReconcile()
+	assertWrites(t, f, "physical create pods")
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events = %v, want none", events)
+	}
+}
+
+// A conflict while recording the mapping is handed to the worker loop,
+// which retries conflicts at once: the change that caused it may be one the
+// pod handler drops, so waiting for an event could wait forever.
+func TestMappingConflictIsRetried(t *testing.T) {
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
+	f.react(f.virtualKube, "update", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, boundPod().Name, errors.New("the object has been modified"))
+	})
+	_, err := f.reconcile()
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("reconcile = %v, want the conflict, so that the key is retried", err)
+	}
+	if _, err := f.physicalPod(); !apierrors.IsNotFound(err) {
+		t.Errorf("physical pod: %v, want none before the mapping is recorded", err)
+	}
+}

@@ -1,0 +1,96 @@
+package pod
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/ownership"
+)
+
+func tokenSecretFor(name, virtualName string, data map[string][]byte) *corev1.Secret {
+	owner := ownership.Owner{ClusterID: testClusterID, BindingUID: testBinding}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: mountNS, Name: name, UID: "secret-uid", ResourceVersion: "42",
+			Labels: owner.Stamp(map[string]string{strings.Clone(LabelPodToken): strings.Clone("true")}),
+			Annotations: map[string]string{
+				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: "team-a",
+				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
+				kubeoceanv1alpha1.AnnotationVirtualPodUID:       "virtual-uid-" + virtualName,
+				AnnotationTokenRefreshAt:                        "2026-11-28T12:00:00Z",
+				"example.com/backup":                            "nightly",
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+}
+
+// The token Secret cache keeps what the controller reads of a Secret and
+// none of its values; read back, the Secret says what the cluster's does.
+func TestCompactTokenSecretKeepsWhatTheControllerReads(t *testing.T) {
+	secret := tokenSecretFor("web-0123-token", "web-1", map[string][]byte{"token": []byte("t"), "ca.crt": []byte("ca")})
+	secret.Finalizers = []string{"example.com/keep"}
+	obj, err := CompactTokenSecret(secret.DeepCopy())
+	record, ok := obj.(*TokenSecretRecord)
+	if err != nil || !ok {
+		t.Fatalf("CompactTokenSecret = %T, %v; want a *TokenSecretRecord", obj, err)
+	}
+	got := record.Secret()
+	want := secret.DeepCopy()
+	delete(want.Annotations, "example.com/backup")
+	want.Type = ""
+	want.Data = map[string][]byte{"token": nil, "ca.crt": nil}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("read back:\n%+v\nwant\n%+v", got, want)
+	}
+	if keys := virtualKeys(metav1.Object(record)); len(keys) != 1 || keys[0] != (cache.ObjectName{Namespace: "team-a", Name: "web-1"}) {
+		t.Errorf("the record's event wakes %v, want team-a/web-1", keys)
+	}
+
+	// What the token Secrets of one binding have in common is one copy.
+	other, _ := CompactTokenSecret(tokenSecretFor("web-4567-token", "web-2", map[string][]byte{strings.Clone("ca.crt"): nil, strings.Clone("token"): nil}))
+	second := other.(*TokenSecretRecord)
+	if reflect.ValueOf(second.Keys).UnsafePointer() != reflect.ValueOf(record.Keys).UnsafePointer() ||
+		reflect.ValueOf(second.Labels).UnsafePointer() != reflect.ValueOf(record.Labels).UnsafePointer() {
+		t.Error("the keys or labels of two token Secrets that have the same are not one map")
+	}
+	if second.kept != nil {
+		t.Errorf("a Secret without finalizers or owners keeps %+v", second.kept)
+	}
+
+	copied := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "copy"}, Data: map[string][]byte{"password": []byte("p")}}
+	if kept, _ := CompactTokenSecret(copied); kept != copied {
+		t.Errorf("a Secret that is no token Secret became %#v", kept)
+	}
+}
+
+func TestCachedTokenSecret(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	record, _ := CompactTokenSecret(tokenSecretFor("web-0123-token", "web-1", map[string][]byte{"token": []byte("t")}))
+	plain := tokenSecretFor("web-4567-token", "web-2", map[string][]byte{"token": []byte("u")})
+	for _, obj := range []any{record, plain} {
+		if err := indexer.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Controller{tokenSecrets: indexer}
+	got, err := c.cachedTokenSecret(mountNS, "web-0123-token")
+	if err != nil || got.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != "virtual-uid-web-1" || got.UID != "secret-uid" {
+		t.Errorf("record read as %+v, %v", got, err)
+	}
+	if got, err := c.cachedTokenSecret(mountNS, "web-4567-token"); err != nil || got != plain {
+		t.Errorf("a cached Secret read as %+v, %v; want it as cached", got, err)
+	}
+	if _, err := c.cachedTokenSecret(mountNS, "missing-token"); !apierrors.IsNotFound(err) {
+		t.Errorf("a Secret the cache does not hold: %v, want NotFound", err)
+	}
+}

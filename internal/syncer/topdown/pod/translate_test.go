@@ -1,0 +1,394 @@
+package pod
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
+)
+
+func pn(name string) string { return naming.PhysicalName(virtualNS, name) }
+
+func fieldEnv(name, fieldPath string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: fieldPath}}}
+}
+
+func configMapEnv(name, configMap string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: configMap}, Key: "k"}}}
+}
+
+func secretEnv(name, secret string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: "k"}}}
+}
+
+func projectedVolume(name string, mode *int32, sources ...corev1.VolumeProjection) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: mode, Sources: sources}}}
+}
+
+func fromTokenSecret(items ...corev1.KeyToPath) corev1.VolumeProjection {
+	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: TokenSecretName(physicalName)}, Items: items}}
+}
+
+// fullVirtualPod uses every kind of reference a pod can make, the
+// admission-injected token volume, a second token, downward-API identity
+// fields, and scheduling fields that must not reach the physical cluster.
+func fullVirtualPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: virtualNS, Name: virtualName, UID: virtualUID, ResourceVersion: "7",
+			Labels: map[string]string{"app": "web"},
+			Annotations: map[string]string{
+				"team": "a",
+				kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: mountNS,
+				kubeoceanv1alpha1.AnnotationPhysicalPodName:      physicalName,
+				kubeoceanv1alpha1.AnnotationPhysicalPodUID:       string(physicalUID),
+				kubeoceanv1alpha1.AnnotationLastSyncTime:         "2026-01-01T00:00:00Z",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs"}},
+			Finalizers:      []string{"example.com/keep"},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                 virtualNode,
+			ServiceAccountName:       "builder",
+			DeprecatedServiceAccount: "builder",
+			SchedulerName:            "default-scheduler",
+			NodeSelector:             map[string]string{"zone": "a"},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
+			}}},
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}},
+			PriorityClassName:         "high",
+			Priority:                  ptr.To[int32](1000),
+			PreemptionPolicy:          ptr.To(corev1.PreemptLowerPriority),
+			Overhead:                  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")},
+			Tolerations:               []corev1.Toleration{{Key: kubeoceanv1alpha1.TaintVirtualNode, Operator: corev1.TolerationOpExists}},
+			ReadinessGates:            []corev1.PodReadinessGate{{ConditionType: "example.com/load-balancer-ready"}},
+			ImagePullSecrets:          []corev1.LocalObjectReference{{Name: "regcred"}},
+			InitContainers: []corev1.Container{{
+				Name: "init", Image: "busybox:1",
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-config"}}}},
+			}},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "nginx:1",
+				Env: []corev1.EnvVar{
+					configMapEnv("A", "app-config"), secretEnv("B", "app-creds"),
+					fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+					fieldEnv("POD_UID", "metadata.uid"), fieldEnv("NODE_NAME", "spec.nodeName"),
+					fieldEnv("POD_IP", "status.podIP"),
+					fieldEnv("APP", "metadata.labels['app']"), fieldEnv("TEAM", "metadata.annotations['team']"),
+				},
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-env"}}}},
+			}},
+			EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox:1"}}},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}},
+				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "app-creds"}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+				projectedVolume("kube-api-access-abcde", ptr.To[int32](0o644),
+					corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
+					corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: rootCAConfigMap},
+						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+					corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+						{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+				),
+				projectedVolume("vault-token", nil,
+					corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "vault", ExpirationSeconds: ptr.To[int64](600), Path: "vault-token"}}),
+				projectedVolume("bundle", nil,
+					corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "bundle-config"}}},
+					corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "bundle-secret"}}}),
+				{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{DefaultMode: ptr.To[int32](0o600), Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "name", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}, Mode: ptr.To[int32](0o400)},
+					{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels"}},
+					{Path: "app", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['app']"}},
+				}}}},
+				{Name: "applabel", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "app", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['app']"}},
+				}}}},
+			},
+		},
+	}
+}
+
+var apiServerEnv = []corev1.EnvVar{
+	{Name: "KUBERNETES_SERVICE_HOST", Value: "10.0.0.1"},
+	{Name: "KUBERNETES_SERVICE_PORT", Value: "6443"},
+	{Name: "KUBERNETES_SERVICE_PORT_HTTPS", Value: "6443"},
+}
+
+// fullPhysicalPod is what fullVirtualPod becomes with the virtual API
+// server at 10.0.0.1:6443.
+func fullPhysicalPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: mountNS, Name: physicalName,
+			Labels: testOwner.Stamp(map[string]string{"label.kubeocean.io/app": "web", kubeoceanv1alpha1.LabelVirtualNamespace: virtualNS}),
+			Annotations: map[string]string{
+				tenantmeta.AnnotationVirtualLabels:              `{"app":"web"}`,
+				tenantmeta.AnnotationVirtualAnnotations:         `{"team":"a"}`,
+				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtualNS,
+				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
+				kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(virtualUID),
+				AnnotationLastApplied: `{"labels":{"kubeocean.io/binding-uid":"binding-uid","kubeocean.io/cluster-id":"c1","kubeocean.io/managed-by":"kubeocean",` +
+					`"kubeocean.io/virtual-namespace":"team-a","label.kubeocean.io/app":"web"},` +
+					`"annotations":{"kubeocean.io/virtual-annotations":"{\"team\":\"a\"}","kubeocean.io/virtual-labels":"{\"app\":\"web\"}"},` +
+					`"images":{"containers/app":"nginx:1","initContainers/init":"busybox:1"}}`,
+			},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                     physicalNode,
+			Hostname:                     virtualName,
+			SchedulerName:                "default-scheduler",
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			Tolerations:                  []corev1.Toleration{{Key: kubeoceanv1alpha1.TaintVirtualNode, Operator: corev1.TolerationOpExists}},
+			ImagePullSecrets:             []corev1.LocalObjectReference{{Name: pn("regcred")}},
+			InitContainers: []corev1.Container{{
+				Name: "init", Image: "busybox:1",
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: pn("init-config")}}}},
+				Env:     apiServerEnv,
+			}},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "nginx:1",
+				Env: append([]corev1.EnvVar{
+					configMapEnv("A", pn("app-config")), secretEnv("B", pn("app-creds")),
+					{Name: "POD_NAME", Value: virtualName}, {Name: "POD_NAMESPACE", Value: virtualNS},
+					{Name: "POD_UID", Value: string(virtualUID)}, {Name: "NODE_NAME", Value: virtualNode},
+					fieldEnv("POD_IP", "status.podIP"),
+					fieldEnv("APP", "metadata.labels['label.kubeocean.io/app']"),
+					{Name: "TEAM", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: TokenSecretName(physicalName)}, Key: secretKey("metadata.annotations['team']")}}},
+				}, apiServerEnv...),
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: pn("app-env")}}}},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: pn("app-config")}}}},
+				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: pn("app-creds")}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pn("data")}}},
+				projectedVolume("kube-api-access-abcde", ptr.To[int32](0o644),
+					fromTokenSecret(corev1.KeyToPath{Key: "token", Path: "token"}),
+					fromTokenSecret(corev1.KeyToPath{Key: "ca.crt", Path: "ca.crt"}),
+					fromTokenSecret(corev1.KeyToPath{Key: "metadata.namespace", Path: "namespace"})),
+				projectedVolume("vault-token", nil, fromTokenSecret(corev1.KeyToPath{Key: "token-1", Path: "vault-token"})),
+				projectedVolume("bundle", nil,
+					corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: pn("bundle-config")}}},
+					corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: pn("bundle-secret")}}}),
+				projectedVolume("podinfo", ptr.To[int32](0o600),
+					corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+						{Path: "app", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['label.kubeocean.io/app']"}}}}},
+					fromTokenSecret(corev1.KeyToPath{Key: "metadata.name", Path: "name", Mode: ptr.To[int32](0o400)},
+						corev1.KeyToPath{Key: "metadata.labels", Path: "labels"})),
+				{Name: "applabel", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "app", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['label.kubeocean.io/app']"}},
+				}}}},
+			},
+			HostAliases: []corev1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{
+				"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}}},
+		},
+	}
+}
+
+// resolvedNames are the names the dependents library returns for
+// fullVirtualPod.
+func resolvedNames(pod *corev1.Pod) dependencyNames {
+	refs := dependencyReferences(pod)
+	names := dependencyNames{namespace: pod.Namespace, configMaps: map[string]string{}, secrets: map[string]string{}, pvcs: map[string]string{}}
+	for _, n := range refs.ConfigMaps {
+		names.configMaps[n] = pn(n)
+	}
+	for _, n := range refs.Secrets {
+		names.secrets[n] = pn(n)
+	}
+	for _, n := range refs.PVCs {
+		names.pvcs[n] = pn(n)
+	}
+	return names
+}
+
+func TestPhysicalPod(t *testing.T) {
+	withoutAPIServer := func(p *corev1.Pod) {
+		p.Spec.HostAliases = nil
+		p.Spec.InitContainers[0].Env = nil
+		c := &p.Spec.Containers[0]
+		c.Env = c.Env[:len(c.Env)-len(apiServerEnv)]
+	}
+	tests := []struct {
+		name      string
+		apiServer string
+		virtual   func(*corev1.Pod)
+		want      func(*corev1.Pod)
+	}{
+		{name: "every kind of reference, API server by IP", apiServer: "10.0.0.1:6443"},
+		{name: "no API server address: no env, no host aliases", want: withoutAPIServer},
+		{
+			name: "API server by name: env, no host aliases", apiServer: "virtual.example.com:443",
+			want: func(p *corev1.Pod) {
+				withoutAPIServer(p)
+				env := []corev1.EnvVar{
+					{Name: "KUBERNETES_SERVICE_HOST", Value: "virtual.example.com"},
+					{Name: "KUBERNETES_SERVICE_PORT", Value: "443"},
+					{Name: "KUBERNETES_SERVICE_PORT_HTTPS", Value: "443"},
+				}
+				p.Spec.InitContainers[0].Env = env
+				p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, env...)
+			},
+		},
+		{
+			name: "a variable the container sets wins", apiServer: "10.0.0.1:6443",
+			virtual: func(p *corev1.Pod) {
+				p.Spec.InitContainers[0].Env = []corev1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: "mine"}}
+			},
+			want: func(p *corev1.Pod) {
+				p.Spec.InitContainers[0].Env = append([]corev1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: "mine"}}, apiServerEnv[1:]...)
+			},
+		},
+		{
+			name: "hostname set by the pod is kept", apiServer: "10.0.0.1:6443",
+			virtual: func(p *corev1.Pod) { p.Spec.Hostname = "custom" },
+			want:    func(p *corev1.Pod) { p.Spec.Hostname = "custom" },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			virtual := fullVirtualPod()
+			if tt.virtual != nil {
+				tt.virtual(virtual)
+			}
+			want := fullPhysicalPod()
+			if tt.want != nil {
+				tt.want(want)
+			}
+			apiServer, err := parseAPIServer(tt.apiServer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := virtual.DeepCopy()
+			got := physicalPod(virtual, translation{owner: testOwner,
+				mountNamespace: mountNS, physicalName: physicalName, physicalNode: physicalNode,
+				names: resolvedNames(virtual), plan: planIdentity(virtual), apiServer: apiServer,
+			})
+			if !equality.Semantic.DeepEqual(want, got) {
+				t.Errorf("physical pod (-want +got):\n%s", diff.Diff(want, got))
+			}
+			if !equality.Semantic.DeepEqual(before, virtual) {
+				t.Errorf("virtual pod was modified (-before +after):\n%s", diff.Diff(before, virtual))
+			}
+		})
+	}
+}
+
+func TestPhysicalPodHostnameNotALabel(t *testing.T) {
+	virtual := boundPod()
+	virtual.Name = "web.v1"
+	got := physicalPod(virtual, translation{mountNamespace: mountNS, physicalName: "x", physicalNode: physicalNode})
+	if got.Spec.Hostname != "" {
+		t.Errorf("hostname = %q, want none for a name that is no DNS label", got.Spec.Hostname)
+	}
+}
+
+func TestPlanIdentity(t *testing.T) {
+	plan := planIdentity(fullVirtualPod())
+	want := identityPlan{
+		tokens: []tokenSpec{{key: "token", expirationSeconds: 3600}, {key: "token-1", audience: "vault", expirationSeconds: 600}},
+		caCert: true,
+		fields: []string{"metadata.annotations['team']", "metadata.labels", "metadata.name", "metadata.namespace"},
+	}
+	if !reflect.DeepEqual(want, plan) {
+		t.Errorf("plan = %+v, want %+v", plan, want)
+	}
+	if keys := plan.keys(); !slices.Equal(keys, []string{"token", "token-1", "ca.crt", secretKey("metadata.annotations['team']"), "metadata.labels", "metadata.name", "metadata.namespace"}) {
+		t.Errorf("keys = %v", keys)
+	}
+	if !planIdentity(boundPod()).empty() {
+		t.Errorf("a pod without token or identity volumes needs a token Secret")
+	}
+}
+
+func TestDependencyReferences(t *testing.T) {
+	pod := fullVirtualPod()
+	// A kube-root-ca.crt the pod mounts on its own is copied like any
+	// ConfigMap; the one next to the token is served by the token Secret.
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: rootCAConfigMap}}}})
+	refs := dependencyReferences(pod)
+	if want := []string{"app-config", "bundle-config", "init-config", rootCAConfigMap}; !slices.Equal(refs.ConfigMaps, want) {
+		t.Errorf("ConfigMaps = %v, want %v", refs.ConfigMaps, want)
+	}
+	if want := []string{"app-creds", "app-env", "bundle-secret", "regcred"}; !slices.Equal(refs.Secrets, want) {
+		t.Errorf("Secrets = %v, want %v", refs.Secrets, want)
+	}
+	if want := []string{"data"}; !slices.Equal(refs.PVCs, want) {
+		t.Errorf("PVCs = %v, want %v", refs.PVCs, want)
+	}
+
+	without := fullVirtualPod()
+	without.Spec.Volumes = without.Spec.Volumes[:3]
+	if refs := dependencyReferences(without); slices.Equal(refs.ConfigMaps, []string{rootCAConfigMap}) {
+		t.Errorf("kube-root-ca.crt listed without a volume using it")
+	}
+}
+
+func TestRequiredReferences(t *testing.T) {
+	pod := boundPod()
+	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env,
+		corev1.EnvVar{Name: "OPT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "optional-config"}, Key: "k", Optional: ptr.To(true)}}},
+		// Optional here, required in a volume below: required.
+		corev1.EnvVar{Name: "MIXED", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "mixed"}, Key: "k", Optional: ptr.To(true)}}},
+	)
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "m", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "mixed"}}},
+		{Name: "o", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "optional-secret", Optional: ptr.To(true)}}},
+	}
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	got := requiredReferences(pod)
+	if want := []string{"config"}; !slices.Equal(sortedList(got.configMaps), want) {
+		t.Errorf("required ConfigMaps = %v, want %v", sortedList(got.configMaps), want)
+	}
+	if want := []string{"creds", "mixed"}; !slices.Equal(sortedList(got.secrets), want) {
+		t.Errorf("required Secrets = %v, want %v", sortedList(got.secrets), want)
+	}
+}
+
+func TestParseAPIServer(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    *apiServerAddress
+		wantErr bool
+	}{
+		{in: "", want: nil},
+		{in: "10.1.2.3:6443", want: &apiServerAddress{host: "10.1.2.3", port: "6443", ip: "10.1.2.3"}},
+		{in: "[fd00::1]:443", want: &apiServerAddress{host: "fd00::1", port: "443", ip: "fd00::1"}},
+		{in: "api.example.com:443", want: &apiServerAddress{host: "api.example.com", port: "443"}},
+		{in: "api.example.com", wantErr: true},
+		{in: "api.example.com:http", wantErr: true},
+		{in: ":443", wantErr: true},
+		{in: "host:70000", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := parseAPIServer(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("parseAPIServer(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parseAPIServer(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func sortedList(s sets.Set[string]) []string { return sets.List(s) }

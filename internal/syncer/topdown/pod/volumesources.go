@@ -1,0 +1,105 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
+)
+
+// ClaimVolumes tells which virtual PersistentVolume a pod's claim would
+// bring to the physical cluster; *dependents.Syncer implements it (see
+// dependents.Syncer.ClaimVolume). A Dependents that does not is trusted
+// with its claims: nothing is judged before they are copied.
+type ClaimVolumes interface {
+	ClaimVolume(ctx context.Context, namespace, name string) (*corev1.PersistentVolume, error)
+}
+
+var _ ClaimVolumes = (*dependents.Syncer)(nil)
+
+// claimedVolumes is what a pod's claims bring to the physical cluster.
+type claimedVolumes struct {
+	// refusal says which claims are bound to a volume whose source the
+	// lender does not allow; "" when none is.
+	refusal string
+	// copied are the virtual PVs that would be copied for the pod, by the
+	// name of the pod volume that mounts their claim. Volumes the binding
+	// provisioned are not among them: they are the lender's own storage.
+	copied map[string]*corev1.PersistentVolume
+}
+
+// judgeClaims reads the volume behind each claim the pod mounts. It only
+// reads: the pod is judged before anything of it is made. A claim not
+// bound yet cannot be judged and is left to the copy, which waits for it
+// (and refuses the volume itself, should it come to that).
+func (c *Controller) judgeClaims(ctx context.Context, virtual *corev1.Pod) claimedVolumes {
+	judge, ok := c.dependents.(ClaimVolumes)
+	out := claimedVolumes{copied: map[string]*corev1.PersistentVolume{}}
+	if !ok {
+		return out
+	}
+	var refusals []string
+	for _, v := range virtual.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		pv, err := judge.ClaimVolume(ctx, virtual.Namespace, v.PersistentVolumeClaim.ClaimName)
+		var refused *dependents.VolumeSourceError
+		switch {
+		case errors.As(err, &refused):
+			refusals = append(refusals, fmt.Sprintf("volume %q: %v", v.Name, refused))
+		case err != nil:
+			klog.FromContext(ctx).V(4).Info("Claim not judged yet", "volume", v.Name, "claim", v.PersistentVolumeClaim.ClaimName, "err", err)
+		case pv != nil:
+			out.copied[v.Name] = pv
+		}
+	}
+	out.refusal = strings.Join(refusals, "; ")
+	return out
+}
+
+// withEffectiveVolumes replaces, in pod, each volume that mounts a claim
+// of a copied PV by the PV's own source where Pod Security judges it: a
+// copied PV is whatever the virtual cluster's user wrote, so for the
+// physical node it is an inline volume with a claim in between, which the
+// physical Pod Security admission, seeing only the claim, would let pass.
+// A local volume is a directory of the node, judged as the hostPath it
+// is. CSI sources stay claims: the levels allow CSI volumes anyway.
+func withEffectiveVolumes(pod *corev1.Pod, copied map[string]*corev1.PersistentVolume) {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		pv := copied[v.Name]
+		if pv == nil || v.PersistentVolumeClaim == nil {
+			continue
+		}
+		if source, ok := inlineSourceOf(pv); ok {
+			v.VolumeSource = source
+		}
+	}
+}
+
+// inlineSourceOf is the pod volume source that stands for the PV's source
+// before Pod Security; false when the claim stands for it as well.
+func inlineSourceOf(pv *corev1.PersistentVolume) (corev1.VolumeSource, bool) {
+	s := &pv.Spec.PersistentVolumeSource
+	switch {
+	case s.HostPath != nil:
+		return corev1.VolumeSource{HostPath: s.HostPath.DeepCopy()}, true
+	case s.Local != nil:
+		return corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: s.Local.Path}}, true
+	case s.NFS != nil:
+		return corev1.VolumeSource{NFS: s.NFS.DeepCopy()}, true
+	case s.ISCSI != nil:
+		return corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{
+			TargetPortal: s.ISCSI.TargetPortal, IQN: s.ISCSI.IQN, Lun: s.ISCSI.Lun, ReadOnly: s.ISCSI.ReadOnly,
+		}}, true
+	case s.FC != nil:
+		return corev1.VolumeSource{FC: s.FC.DeepCopy()}, true
+	}
+	return corev1.VolumeSource{}, false
+}

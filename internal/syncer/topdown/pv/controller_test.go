@@ -1,0 +1,128 @@
+package pv
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
+)
+
+const grace = time.Minute
+
+var (
+	key        = cache.ObjectName{Name: "pv-data"}
+	volumeCopy = dependents.PhysicalPVName("pv-data")
+)
+
+// newFixture copies the claim data and its volume pv-data and builds the
+// controller.
+func newFixture(t *testing.T) (*dependentstest.Env, *Controller) {
+	t.Helper()
+	claim, pv := dependentstest.BoundClaim("data", "pv-data", nil)
+	e := dependentstest.New(t, []runtime.Object{claim, pv}, nil)
+	v, p := e.VirtualInformers.Core().V1(), e.PhysicalInformers.Core().V1()
+	c, err := New(Options{
+		ClusterID: dependentstest.ClusterID, Syncer: e.Syncer,
+		VirtualPVs: v.PersistentVolumes(), PhysicalPVs: p.PersistentVolumes(), VirtualPVCs: v.PersistentVolumeClaims(),
+		GracePeriod: grace, Clock: e.Clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Syncer.EnsurePVC(e.Context(), dependentstest.Namespace, "data"); err != nil {
+		t.Fatal(err)
+	}
+	e.SyncCaches()
+	e.Writes()
+	return e, c
+}
+
+func reconcile(t *testing.T, e *dependentstest.Env, c *Controller) time.Duration {
+	t.Helper()
+	result, err := c.Reconcile(e.Context(), key)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	return result.RequeueAfter
+}
+
+func TestKeptWhileClaimIsCopied(t *testing.T) {
+	e, c := newFixture(t)
+	reconcile(t, e, c)
+	e.ExpectWrites()
+}
+
+func TestReleasedAfterItsClaim(t *testing.T) {
+	e, c := newFixture(t)
+	if err := e.Syncer.ReleasePVC(e.Context(), dependentstest.Namespace, "data"); err != nil {
+		t.Fatal(err)
+	}
+	e.SyncCaches()
+	e.Writes()
+
+	// The claim's release (it leaves the cache of marked claims) maps to
+	// its volume.
+	claim, _ := dependentstest.BoundClaim("data", "pv-data", nil)
+	if keys := volumeKeys(claim); !slices.Equal(keys, []cache.ObjectName{key}) {
+		t.Errorf("claim event keys %v, want %v", keys, key)
+	}
+	if wait := reconcile(t, e, c); wait != grace {
+		t.Errorf("requeue after %v, want %v", wait, grace)
+	}
+	e.Clock.Step(grace)
+	reconcile(t, e, c)
+	e.ExpectWrites("physical delete persistentvolumes "+volumeCopy, "virtual update persistentvolumes pv-data")
+	pv, err := e.Virtual.CoreV1().PersistentVolumes().Get(context.Background(), "pv-data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pv.Finalizers) != 0 || len(pv.Labels) != 0 || len(pv.Annotations) != 0 {
+		t.Errorf("virtual PV keeps marks: labels %v, annotations %v, finalizers %v", pv.Labels, pv.Annotations, pv.Finalizers)
+	}
+	e.SyncCaches()
+	reconcile(t, e, c)
+	e.ExpectWrites()
+}
+
+func TestRestoresDeletedCopy(t *testing.T) {
+	e, c := newFixture(t)
+	if err := e.Physical.CoreV1().PersistentVolumes().Delete(context.Background(), volumeCopy, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.SyncCaches()
+	e.Writes()
+	reconcile(t, e, c)
+	e.ExpectWrites("physical create persistentvolumes " + volumeCopy)
+	copied, err := e.Physical.CoreV1().PersistentVolumes().Get(context.Background(), volumeCopy, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copied.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
+		t.Errorf("reclaim policy %s", copied.Spec.PersistentVolumeReclaimPolicy)
+	}
+}
+
+func TestDeletedVolumeLosesCopyThenFinalizer(t *testing.T) {
+	e, c := newFixture(t)
+	pv, err := e.Virtual.CoreV1().PersistentVolumes().Get(context.Background(), "pv-data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	pv.DeletionTimestamp = &now
+	if _, err := e.Virtual.CoreV1().PersistentVolumes().Update(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.SyncCaches()
+	e.Writes()
+	reconcile(t, e, c)
+	e.ExpectWrites("physical delete persistentvolumes "+volumeCopy, "virtual update persistentvolumes pv-data")
+}

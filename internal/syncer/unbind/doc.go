@@ -1,0 +1,17 @@
+// Package unbind is the syncer's side of unbinding. While its binding
+// lives, it keeps the syncer's finalizer on the ClusterBinding. Once the
+// binding is deleted, the other controllers wind down on their own (the
+// node controller drains and removes the virtual nodes, the top-down
+// controllers delete physical pods and copies as their virtual objects go);
+// this controller waits for that, releases the reclaim finalizer of the
+// binding's ResourceLeasingPolicies that no other binding may rely on
+// (those pinned to its mount namespace, and deleted ones; a live policy
+// shared by name keeps it), sweeps what is left of the binding in both
+// clusters, and then removes the finalizer so the manager can finish.
+//
+// The sweep never deletes a volume's data unless the binding carries
+// kubeocean.io/delete-volumes=true: a provisioned volume's PV is set to
+// Retain before its holder claim goes, and is listed in the
+// VolumesRetained event; a copied PV, always Retain, is set back to
+// Retain before it goes.
+package unbind

@@ -1,9 +1,0 @@
-// Package app wires a Kubeocean binary in the order every one of them
-// follows: flags → config → clients → metrics and health servers → leader
-// election → the binary's controllers, started and stopped together. The
-// binaries in cmd/ stay trivial: they parse flags and call Run with the
-// function that builds their controllers.
-//
-// Not part of Kubeocean's library: this package is implementation, with no
-// compatibility promise; it may change in any release. See docs/library.md.
-package app

@@ -1,9 +1,0 @@
-// Package manager wires kubeocean-manager: the ClusterBinding controller
-// and the syncers it runs, in the mode --syncer-mode selects, on informers
-// of the virtual cluster. cmd/kubeocean-manager runs Setup with app.Run,
-// which adds leader election (Lease kubeocean-manager), metrics, health
-// probes and graceful shutdown.
-//
-// Not part of Kubeocean's library: this package is implementation, with no
-// compatibility promise; it may change in any release. See docs/library.md.
-package manager

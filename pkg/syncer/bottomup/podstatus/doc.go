@@ -1,9 +1,0 @@
-// Package podstatus is the bottom-up syncer's physical pod controller. For
-// every pod Kubeocean created in the binding's mount namespace it copies the
-// physical pod's status to the virtual pod it stands for, records the
-// physical pod's UID on the virtual pod, and deletes physical pods whose
-// virtual pod is gone, so nothing is left running for a pod nobody owns.
-//
-// Not part of Kubeocean's library: this package is implementation, with no
-// compatibility promise; it may change in any release. See docs/library.md.
-package podstatus
