@@ -3,7 +3,10 @@ package benchenv
 import (
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net/http"
+	"slices"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -112,8 +115,38 @@ func scrapeFamilies(metricsAddr string) (map[string]*dto.MetricFamily, error) {
 	return parser.TextToMetricFamilies(resp.Body)
 }
 
-// Histogram is the sum and count of one series of a histogram.
-type Histogram struct{ Sum, Count float64 }
+// Histogram is the sum and count of one series of a histogram, with its
+// cumulative bucket counts by upper bound.
+type Histogram struct {
+	Sum, Count float64
+	Buckets    map[float64]float64
+}
+
+// Quantile estimates the q-quantile (0 < q ≤ 1) from the buckets, as
+// Prometheus' histogram_quantile does: linear within the bucket the rank
+// falls in, the first bucket starting at 0. A rank above the highest
+// finite bound answers that bound; nothing observed answers 0.
+func (h Histogram) Quantile(q float64) float64 {
+	if h.Count == 0 || len(h.Buckets) == 0 {
+		return 0
+	}
+	rank := q * h.Count
+	lower, below := 0.0, 0.0
+	for _, upper := range slices.Sorted(maps.Keys(h.Buckets)) {
+		count := h.Buckets[upper]
+		if count >= rank {
+			if math.IsInf(upper, 1) {
+				return lower
+			}
+			if count == below {
+				return upper
+			}
+			return lower + (upper-lower)*(rank-below)/(count-below)
+		}
+		lower, below = upper, count
+	}
+	return lower
+}
 
 // Mean is Sum/Count; 0 when nothing was observed.
 func (h Histogram) Mean() float64 {
@@ -146,6 +179,12 @@ func ScrapeHistograms(metricsAddr, name string, labels ...string) (map[string]Hi
 		h := out[key]
 		h.Sum += m.GetHistogram().GetSampleSum()
 		h.Count += float64(m.GetHistogram().GetSampleCount())
+		for _, b := range m.GetHistogram().GetBucket() {
+			if h.Buckets == nil {
+				h.Buckets = map[float64]float64{}
+			}
+			h.Buckets[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+		}
 		out[key] = h
 	}
 	return out, nil
@@ -157,6 +196,12 @@ func DiffHistograms(before, after map[string]Histogram) map[string]Histogram {
 	out := map[string]Histogram{}
 	for k, v := range after {
 		d := Histogram{Sum: v.Sum - before[k].Sum, Count: v.Count - before[k].Count}
+		for upper, count := range v.Buckets {
+			if d.Buckets == nil {
+				d.Buckets = map[float64]float64{}
+			}
+			d.Buckets[upper] = count - before[k].Buckets[upper]
+		}
 		if d.Count > 0 {
 			out[k] = d
 		}

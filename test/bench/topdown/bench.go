@@ -26,6 +26,13 @@ const (
 	mount       = "bench-mount"
 	virtualNS   = "bench"
 	floorNS     = "floor"
+	plainNS     = "plain"
+
+	// shippedQPS and shippedBurst are the syncer's own defaults towards
+	// the physical cluster (and the in-process manager's, and the chart's):
+	// what the floor client gets unless --qps or --burst change both.
+	shippedQPS   = 300
+	shippedBurst = 600
 )
 
 type bench struct {
@@ -36,6 +43,9 @@ type bench struct {
 	metricsAddr           string
 	// procs are every process whose CPU is reported.
 	procs benchenv.Processes
+	// changedFlags are the syncer's flags the run sets away from their
+	// shipped defaults, printed beside the figures.
+	changedFlags []string
 }
 
 func newBench(cfg config, virtual, physical *controlplane.Cluster) *bench {
@@ -43,7 +53,13 @@ func newBench(cfg config, virtual, physical *controlplane.Cluster) *bench {
 	// The generator of virtual pods must not be the bottleneck; the
 	// physical client is the floor and gets the syncer's settings.
 	vc.QPS, vc.Burst = 1000, 2000
-	pc.QPS, pc.Burst = cfg.qps, cfg.burst
+	pc.QPS, pc.Burst = shippedQPS, shippedBurst
+	if cfg.qps > 0 {
+		pc.QPS = cfg.qps
+	}
+	if cfg.burst > 0 {
+		pc.Burst = cfg.burst
+	}
 	return &bench{cfg: cfg, virtual: virtual, physical: physical,
 		virtualKube: kubernetes.NewForConfigOrDie(vc), physKube: kubernetes.NewForConfigOrDie(pc)}
 }
@@ -74,16 +90,22 @@ func (b *bench) lendNodes(ctx context.Context) error {
 		return err
 	}
 	b.metricsAddr = addr
-	qps, burst := fmt.Sprint(b.cfg.qps), fmt.Sprint(b.cfg.burst)
-	args := []string{"--physical-kube-api-qps=" + qps, "--physical-kube-api-burst=" + burst,
-		"--kube-api-qps=1000", "--kube-api-burst=2000",
-		"--metrics-bind-address=" + addr, "--health-probe-bind-address=0", "--profiling"}
+	// The syncer runs with its shipped defaults but for the flags asked
+	// for, which the results print; serving metrics and profiles changes
+	// nothing it does.
+	if b.cfg.qps > 0 {
+		b.changedFlags = append(b.changedFlags, fmt.Sprintf("--physical-kube-api-qps=%v", b.cfg.qps))
+	}
+	if b.cfg.burst > 0 {
+		b.changedFlags = append(b.changedFlags, fmt.Sprintf("--physical-kube-api-burst=%d", b.cfg.burst))
+	}
 	if b.cfg.podWorkers > 0 {
-		args = append(args, fmt.Sprintf("--pod-workers=%d", b.cfg.podWorkers))
+		b.changedFlags = append(b.changedFlags, fmt.Sprintf("--pod-workers=%d", b.cfg.podWorkers))
 	}
 	if b.cfg.syncerVerbosity > 0 {
-		args = append(args, fmt.Sprintf("-v=%d", b.cfg.syncerVerbosity))
+		b.changedFlags = append(b.changedFlags, fmt.Sprintf("-v=%d", b.cfg.syncerVerbosity))
 	}
+	args := append([]string{"--metrics-bind-address=" + addr, "--health-probe-bind-address=0", "--profiling"}, b.changedFlags...)
 	b.syncer, err = benchenv.StartSyncer(b.cfg.syncerBinary, b.virtual, bindingName, args...)
 	if err != nil {
 		return err
@@ -229,26 +251,74 @@ func (b *bench) floor(ctx context.Context) (exist, running time.Duration, w wind
 	if w, err = b.since(ctx, before); err != nil {
 		return 0, 0, w, err
 	}
-	return exist, running, w, b.clearFloor(ctx)
+	return exist, running, w, b.clear(ctx, floorNS)
 }
 
-// clearFloor deletes the floor's pods and waits until they are gone, so
-// that the syncer's phase starts from the physical cluster the floor
-// started from. Left in place, they doubled the pods on kwok's nodes for
+// plainFloor is the rate a plain client reaches with no work but the
+// pods: an unthrottled client creates the burst's pods straight into the
+// physical cluster, without token or Secret, timed until kwok has them
+// Running. The syncer's Running rate is stated against it.
+func (b *bench) plainFloor(ctx context.Context) (p plain, err error) {
+	cfg := b.physical.Config()
+	cfg.QPS = -1 // no client-side rate limit
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return p, err
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plainNS}}, metav1.CreateOptions{}); err != nil {
+		return p, err
+	}
+	runningPods, err := benchenv.CountPods(ctx, kube, plainNS, "", isRunning)
+	if err != nil {
+		return p, err
+	}
+	defer runningPods.Stop()
+	benchenv.Logf("plain floor: an unthrottled client creates %d pods in the physical cluster", b.cfg.pods)
+	before, err := b.snapshot(ctx)
+	if err != nil {
+		return p, err
+	}
+	start := time.Now()
+	err = benchenv.ForEach(b.cfg.pods, func(i int) error {
+		pod := benchPod(plainNS, fmt.Sprintf("pod-%04d", i), nodeName(i%b.cfg.nodes), false)
+		_, err := kube.CoreV1().Pods(plainNS).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return p, err
+	}
+	if p.running, err = runningPods.WaitFor(ctx, start, 10*time.Minute, b.cfg.pods, "plain floor pods Running"); err != nil {
+		return p, err
+	}
+	if p.window, err = b.since(ctx, before); err != nil {
+		return p, err
+	}
+	return p, b.clear(ctx, plainNS)
+}
+
+// plain is the plain floor's figures.
+type plain struct {
+	running time.Duration
+	window  window
+}
+
+// clear deletes a floor's pods (those of namespace) and waits until they
+// are gone, so that the syncer's phase starts from the physical cluster
+// the floor started from. Left in place, they doubled the pods on kwok's nodes for
 // the syncer's phase only: at 10,000 pods kwok then used 4.7–6.0 ms of CPU
 // per pod (1.2–1.4 in the floor), reported pods Running 10–24 s late (p50)
 // and replayed its ready stage for a quarter of them (HTTP 422); with them
 // deleted, 2.0 ms, 0.5 s and almost no replays.
-func (b *bench) clearFloor(ctx context.Context) error {
-	benchenv.Logf("floor: deleting its %d pods", b.cfg.pods)
-	pods := b.physKube.CoreV1().Pods(floorNS)
+func (b *bench) clear(ctx context.Context, namespace string) error {
+	benchenv.Logf("%s: deleting its %d pods", namespace, b.cfg.pods)
+	pods := b.physKube.CoreV1().Pods(namespace)
 	// The apiserver stops a collection's deletion at the request timeout
 	// (at 10,000 pods it had deleted four in five), answering with a
 	// timeout or resetting the stream: what is left is deleted again, once
 	// per deleteAgain, until the wait gives up.
 	const deleteAgain = 20 * time.Second
 	var deleted time.Time
-	_, err := benchenv.WaitUntil(ctx, time.Now(), 10*time.Minute, "floor pods gone", func(ctx context.Context) (bool, string, error) {
+	_, err := benchenv.WaitUntil(ctx, time.Now(), 10*time.Minute, namespace+" pods gone", func(ctx context.Context) (bool, string, error) {
 		left, err := pods.List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil || len(left.Items) == 0 {
 			return err == nil, "", err
@@ -260,7 +330,7 @@ func (b *bench) clearFloor(ctx context.Context) error {
 				return false, "", ctx.Err()
 			}
 			if err != nil {
-				benchenv.Logf("floor: deleting its pods: %v; again in %v", err, deleteAgain)
+				benchenv.Logf("%s: deleting its pods: %v; again in %v", namespace, err, deleteAgain)
 			}
 		}
 		return false, "some left", nil

@@ -28,6 +28,11 @@
 //     made the same requests (the other processes' CPU at the burst's
 //     cores busy): rates, ratios and the p99 to the physical pod, so that
 //     a target this misses is known to need fewer requests or more cores;
+//   - a plain floor: an unthrottled client creating the same N pods
+//     straight into the physical cluster (no token, nothing else), timed
+//     until kwok has them Running, with its CPU;
+//   - the targets, each beside the bound it is stated against, from this
+//     same run (targets.go);
 //   - requests during an idle period;
 //   - the deletion of every virtual pod at once: seconds until the pods
 //     are gone in both clusters and nothing of the binding is left (its
@@ -79,8 +84,8 @@ func main() {
 	flag.Float64Var(&cfg.rate, "rate", 20, "pods per second in the latency phase")
 	flag.IntVar(&cfg.podWorkers, "pod-workers", 0, "the syncer's --pod-workers (0: its default)")
 	flag.IntVar(&cfg.syncerVerbosity, "syncer-v", 0, "the syncer's log verbosity -v (0: its default); the log is kept with KUBEOCEAN_KEEP_TESTDIR=1")
-	qps := flag.Float64("qps", 300, "physical client QPS of the syncer and of the floor client")
-	flag.IntVar(&cfg.burst, "burst", 600, "physical client burst of the syncer and of the floor client")
+	qps := flag.Float64("qps", 0, "physical client QPS of the syncer and of the floor client (0: the syncer's default, 300)")
+	flag.IntVar(&cfg.burst, "burst", 0, "physical client burst of the syncer and of the floor client (0: the syncer's default, 600)")
 	flag.DurationVar(&cfg.idle, "idle", 5*time.Minute, "idle period whose writes are counted")
 	flag.StringVar(&cfg.syncerBinary, "syncer", "bin/kubeocean-syncer", "path of the kubeocean-syncer binary")
 	flag.BoolVar(&cfg.tokens, "tokens", true, "pods mount a service-account token (false: automountServiceAccountToken: false)")
@@ -104,9 +109,12 @@ func run(ctx context.Context, cfg config) error {
 		return fmt.Errorf("lending nodes: %w", err)
 	}
 	defer b.syncer.Stop()
-	var r results
+	r := results{n: float64(cfg.pods), changedFlags: b.changedFlags}
 	if r.floorExist, r.floorRunning, r.floor, err = b.floor(ctx); err != nil {
 		return fmt.Errorf("floor: %w", err)
+	}
+	if r.plain, err = b.plainFloor(ctx); err != nil {
+		return fmt.Errorf("plain floor: %w", err)
 	}
 	if r.burst, err = b.throughput(ctx); err != nil {
 		return fmt.Errorf("throughput: %w", err)

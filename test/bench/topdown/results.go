@@ -13,8 +13,13 @@ import (
 )
 
 type results struct {
+	// n is the burst's pods; changedFlags the syncer's flags set away
+	// from the shipped defaults.
+	n                            float64
+	changedFlags                 []string
 	floorExist, floorRunning     time.Duration
 	floor                        window
+	plain                        plain
 	burst                        burst
 	createLatency, statusLatency latency
 	steady, idle                 window
@@ -28,8 +33,10 @@ func (r results) print(cfg config) {
 	if !cfg.tokens {
 		workload = "a ConfigMap and a Secret, no token"
 	}
-	fmt.Fprintf(w, "\nTop-down syncer: %d pods with %s on %d virtual nodes, physical client QPS %v / burst %d\n\n",
-		cfg.pods, workload, cfg.nodes, cfg.qps, cfg.burst)
+	fmt.Fprintf(w, "\nTop-down syncer: %d pods with %s on %d virtual nodes, physical client QPS %v / burst %v (syncer and floor)\n",
+		cfg.pods, workload, cfg.nodes, qpsOr(cfg.qps, shippedQPS), qpsOr(float32(cfg.burst), shippedBurst))
+	printTargets(w, r.targets(), r.changedFlags)
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "figure\tsyncer\tfloor\tratio\ttarget")
 	fmt.Fprintf(w, "pods/s until all physical pods exist\t%.1f\t%.1f\t%.2f\t≥ 0.5\n",
 		n/b.exist.Seconds(), n/r.floorExist.Seconds(), r.floorExist.Seconds()/b.exist.Seconds())
@@ -89,21 +96,23 @@ func (r results) printDetails(cfg config) {
 	n := float64(cfg.pods)
 	b := r.burst
 
-	phases := []string{"syncer burst", "floor"}
+	phases := []string{"syncer burst", "floor", "plain floor"}
 	fmt.Printf("\nThe apiservers count every client: in the burst the benchmark's own %d pod creates (POST pods on the virtual\n"+
 		"apiserver) and kwok's status updates are in; in the floor the benchmark is the plain client.\n", cfg.pods)
 	benchenv.PrintAPIRequests("Virtual apiserver, requests per pod (apiserver_request_total):", phases,
-		[]benchenv.APIRequests{b.window.virtual, r.floor.virtual}, []float64{n, n})
+		[]benchenv.APIRequests{b.window.virtual, r.floor.virtual, r.plain.window.virtual}, []float64{n, n, n})
 	benchenv.PrintAPIRequests("Physical apiserver, requests per pod (apiserver_request_total):", phases,
-		[]benchenv.APIRequests{b.window.physical, r.floor.physical}, []float64{n, n})
+		[]benchenv.APIRequests{b.window.physical, r.floor.physical, r.plain.window.physical}, []float64{n, n, n})
 	fmt.Printf("\nSyncer's own client counter in the burst, per pod (kubeocean_client_requests_total):\n")
 	printCounter(b.window.syncer, n)
 	b.window.waits.print()
 
-	benchenv.PrintCPU(fmt.Sprintf("CPU of every process (burst %.1f s, floor %.1f s of wall time):", b.window.elapsed.Seconds(), r.floor.elapsed.Seconds()),
-		phases, []map[string]float64{b.window.cpu, r.floor.cpu}, []float64{n, n}, "pod")
-	fmt.Printf("All processes kept %.2f of the machine's %d cores busy on average in the burst, %.2f in the floor.\n",
-		benchenv.CoresBusy(b.window.cpu, b.window.elapsed), runtime.NumCPU(), benchenv.CoresBusy(r.floor.cpu, r.floor.elapsed))
+	benchenv.PrintCPU(fmt.Sprintf("CPU of every process, per synced pod beside the floors' (burst %.1f s, floor %.1f s, plain floor %.1f s of wall time):",
+		b.window.elapsed.Seconds(), r.floor.elapsed.Seconds(), r.plain.window.elapsed.Seconds()),
+		phases, []map[string]float64{b.window.cpu, r.floor.cpu, r.plain.window.cpu}, []float64{n, n, n}, "pod")
+	fmt.Printf("All processes kept %.2f of the machine's %d cores busy on average in the burst, %.2f in the floor, %.2f in the plain floor.\n",
+		benchenv.CoresBusy(b.window.cpu, b.window.elapsed), runtime.NumCPU(), benchenv.CoresBusy(r.floor.cpu, r.floor.elapsed),
+		benchenv.CoresBusy(r.plain.window.cpu, r.plain.window.elapsed))
 
 	steady := float64(cfg.steadyPods)
 	benchenv.PrintCPU(fmt.Sprintf("CPU of every process in the steady phase (%d pods at %.0f/s, %.1f s of wall time until all ran):",
@@ -117,6 +126,14 @@ func (r results) printDetails(cfg config) {
 	fmt.Printf("\nSyncer's own client counter in the whole idle period:\n")
 	printCounter(r.idle.syncer, 1)
 	benchenv.PrintCPU("CPU in the idle period:", []string{"idle"}, []map[string]float64{r.idle.cpu}, []float64{r.idle.elapsed.Minutes()}, "min")
+}
+
+// qpsOr is v, or the shipped default when v is 0.
+func qpsOr(v float32, shipped float32) float32 {
+	if v > 0 {
+		return v
+	}
+	return shipped
 }
 
 // get counts the reads of one object of resource (GET, any code).

@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 )
 
 func TestWithoutSyncerCPU(t *testing.T) {
@@ -30,5 +32,51 @@ func TestWithoutSyncerCPU(t *testing.T) {
 	b.window.cpu = nil
 	if got := b.withoutSyncerCPU(); got.exist != b.exist || got.running != b.running || got.createP99 != 0 {
 		t.Errorf("without CPU figures = %+v, want the burst's own times", got)
+	}
+}
+
+func TestTargetsAgainstTheirBounds(t *testing.T) {
+	r := results{n: 100}
+	r.burst = burst{exist: 10 * time.Second, running: 12 * time.Second}
+	// The syncer used 5 % of the CPU: the bound is 0.95 of each time.
+	r.burst.window.cpu = map[string]float64{"syncer": 1, "virtual/kube-apiserver": 19}
+	r.burst.created = make([]time.Duration, 100)
+	for i := range r.burst.created {
+		r.burst.created[i] = time.Duration(i) * 10 * time.Millisecond
+	}
+	r.burst.createLatency = latency{values: []time.Duration{20 * time.Second, 30 * time.Second}}
+	r.burst.runLatency = latency{values: []time.Duration{500 * time.Millisecond, 1200 * time.Millisecond}}
+	// The status writes took up to 0.5 s at the p99.
+	r.burst.window.waits.requests = map[string]benchenv.Histogram{
+		"virtual update pods/status":  {Count: 100, Buckets: map[float64]float64{0.25: 0, 0.5: 100}},
+		"physical update pods/status": {Count: 100, Buckets: map[float64]float64{5: 0, 10: 100}},
+	}
+	r.plain.running = 6 * time.Second // the syncer reaches 0.5 of it
+
+	met := map[string]bool{}
+	for _, tg := range r.targets() {
+		met[tg.want] = tg.met
+	}
+	want := map[string]bool{
+		"≥ 0.9":         true,  // 0.95 of both bounds
+		"≥ 0.45":        true,  // 0.5
+		"≤ 1.2 × bound": false, // p99 20 s against an estimate of about 8.5 s (100 pods handed over 95 ms apart)
+		"≤ bound + 1s":  true,  // 1.2 s against 0.5 s + 1 s; the physical series is not counted
+		"≤ 8 %":         true,
+	}
+	for k, v := range want {
+		if met[k] != v {
+			t.Errorf("target %q met = %v, want %v", k, met[k], v)
+		}
+	}
+
+	// The syncer taking a quarter of the CPU misses the share target, and
+	// a Running rate of a third of the plain floor's misses that one.
+	r.burst.window.cpu["syncer"] = 7
+	r.plain.running = 4 * time.Second
+	for _, tg := range r.targets() {
+		if (tg.want == "≤ 8 %" || tg.want == "≥ 0.45") && tg.met {
+			t.Errorf("target %q %s met, want missed", tg.figure, tg.value)
+		}
 	}
 }
