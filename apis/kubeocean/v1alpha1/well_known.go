@@ -56,12 +56,29 @@ const (
 	AnnotationVirtualPodNamespace = "kubeocean.io/virtual-pod-namespace"
 	AnnotationVirtualPodName      = "kubeocean.io/virtual-pod-name"
 	AnnotationVirtualPodUID       = "kubeocean.io/virtual-pod-uid"
+	// AnnotationLastApplied on a physical pod holds what the syncer last
+	// wrote of the fields it keeps in step with the virtual pod (JSON), so
+	// that what webhooks or people set on the physical side stays until
+	// the virtual pod itself changes that key, as with kubectl apply.
+	AnnotationLastApplied = "kubeocean.io/last-applied"
 	// LabelVirtualNamespace on a physical pod is the namespace of its
 	// virtual pod (a namespace name always fits a label value). With
 	// LabelBindingUID it selects one binding's pods of one virtual
 	// namespace, which a tenant's own labels never can: they reach
 	// physical pods only translated (see package tenantmeta).
 	LabelVirtualNamespace = "kubeocean.io/virtual-namespace"
+
+	// LabelPodToken marks the token Secret of a physical pod (value
+	// "true"): the virtual cluster's service-account tokens, CA and the
+	// identity fields the pod reads, which the physical pod mounts.
+	LabelPodToken = "kubeocean.io/pod-token"
+	// AnnotationTokenRefreshAt on a token Secret is when its tokens are
+	// due for renewal (RFC 3339).
+	AnnotationTokenRefreshAt = "kubeocean.io/token-refresh-at"
+	// AnnotationMetadataDigest on a token Secret is the digest of the
+	// virtual pod's label and annotation values it serves to the pod's
+	// downward API; the Secret is patched when it changes.
+	AnnotationMetadataDigest = "kubeocean.io/metadata-digest"
 
 	// Dependent-object mapping annotations (ConfigMaps, Secrets, PVCs, PVs).
 	AnnotationPhysicalName      = "kubeocean.io/physical-name"

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import corev1 "k8s.io/api/core/v1"
+
 // The reasons of the conditions and events Kubeocean writes, beside the
 // labels and annotations of well_known.go. They are part of the contract:
 // users alert on them and tests wait for them.
@@ -221,4 +223,87 @@ const (
 	// EventForceUnbind (Warning event on a binding): the binding was released
 	// without the syncer's cleanup; the message lists possible leftovers.
 	EventForceUnbind = "ForceUnbind"
+)
+
+// The conditions the top-down pod controller writes on virtual pods, and
+// their reasons and those of its events. The usual pod gets none of these
+// conditions: each is written False when something keeps the pod back, and
+// True only over a False.
+const (
+	// PodConditionPhysicalPodCreated tells whether the pod's physical pod
+	// could be created. It is written False, with the reason and the
+	// physical cluster's own words, when the pod is not created (refused
+	// by the physical apiserver, breaking the mount namespace's Pod
+	// Security level, a DaemonSet's pod, ...), and True once it is.
+	PodConditionPhysicalPodCreated corev1.PodConditionType = "kubeocean.io/PhysicalPodCreated"
+	// PodConditionDependenciesReady tells whether the objects the pod uses
+	// could be copied to the physical cluster: False while it waits for
+	// them, True once they are there.
+	PodConditionDependenciesReady corev1.PodConditionType = "kubeocean.io/DependenciesReady"
+	// PodConditionEphemeralContainersAllowed tells whether the ephemeral
+	// containers added to the pod (kubectl debug) may be added to its
+	// physical pod: False, naming each refused container and why, when
+	// one would break the mount namespace's Pod Security level.
+	PodConditionEphemeralContainersAllowed corev1.PodConditionType = "kubeocean.io/EphemeralContainersAllowed"
+
+	// ReasonPodSecurityViolation (PhysicalPodCreated or
+	// EphemeralContainersAllowed, False): the physical pod, or the
+	// ephemeral container, would break the Pod Security level the mount
+	// namespace enforces; it is not sent.
+	ReasonPodSecurityViolation = "PodSecurityViolation"
+	// ReasonDaemonSetPodNotSynced (PhysicalPodCreated, False): the pod
+	// belongs to a DaemonSet, whose pods the syncer does not run (its
+	// --sync-daemonset-pods is off).
+	ReasonDaemonSetPodNotSynced = "DaemonSetPodNotSynced"
+	// ReasonVolumeSourceNotAllowed (PhysicalPodCreated, False): a claim of
+	// the pod is bound to a PersistentVolume whose source the lender does
+	// not allow (ResourceLeasingPolicy spec.allowances).
+	ReasonVolumeSourceNotAllowed = "VolumeSourceNotAllowed"
+	// ReasonHostPortInUse (PhysicalPodCreated, False): a host port the pod
+	// asks for is bound on its physical node by a pod the binding does not
+	// run; it is not sent until the port is free.
+	ReasonHostPortInUse = "HostPortInUse"
+	// ReasonPhysicalPodCreated (PhysicalPodCreated, True): created after
+	// an earlier refusal.
+	ReasonPhysicalPodCreated = "PhysicalPodCreated"
+	// ReasonPhysicalPodRejected (PhysicalPodCreated, False, and a Warning
+	// event): the physical cluster refused the pod.
+	ReasonPhysicalPodRejected = "PhysicalPodRejected"
+	// ReasonRuntimeClassNotAllowed (PhysicalPodCreated, False): the pod
+	// names a runtime class the lender's allowances do not list.
+	ReasonRuntimeClassNotAllowed = "RuntimeClassNotAllowed"
+	// ReasonVolumeSourceNotSupported (PhysicalPodCreated, False): a
+	// projected volume of the pod has a source other than configMap,
+	// secret, downwardAPI and serviceAccountToken.
+	ReasonVolumeSourceNotSupported = "VolumeSourceNotSupported"
+	// ReasonEphemeralContainersAllowed (EphemeralContainersAllowed, True):
+	// no ephemeral container of the pod is refused any more.
+	ReasonEphemeralContainersAllowed = "EphemeralContainersAllowed"
+
+	// ReasonDependencyNotReady (DependenciesReady, False): a ConfigMap,
+	// Secret or PVC the pod uses cannot be copied yet (missing, being
+	// deleted, PVC not bound).
+	ReasonDependencyNotReady = "DependencyNotReady"
+	// ReasonDependencyConflict (DependenciesReady, False): the physical
+	// name of a dependency is taken by an object Kubeocean did not make;
+	// someone must remove it.
+	ReasonDependencyConflict = "DependencyConflict"
+	// ReasonDependenciesReady (DependenciesReady, True): all dependencies
+	// are copied.
+	ReasonDependenciesReady = "DependenciesReady"
+
+	// ReasonPhysicalPodLost is the virtual pod's status reason once its
+	// physical pod is gone while it ran (deleted, evicted, its node
+	// removed); the pod is Failed.
+	ReasonPhysicalPodLost = "PhysicalPodLost"
+	// ReasonPhysicalPodNameTaken (Warning event on a virtual pod): a pod
+	// Kubeocean did not make for this virtual pod has the physical name.
+	ReasonPhysicalPodNameTaken = "PhysicalPodNameTaken"
+	// ReasonPhysicalPodMappingMismatch (Warning event on a virtual pod): its
+	// mapping annotations name a physical pod this binding would not
+	// have made for it.
+	ReasonPhysicalPodMappingMismatch = "PhysicalPodMappingMismatch"
+	// ReasonTokenRequestFailed (Warning event on a virtual pod): no
+	// service-account token could be issued for the pod.
+	ReasonTokenRequestFailed = "TokenRequestFailed"
 )

@@ -83,15 +83,3 @@ func (c *Controller) adopt(ctx context.Context, virtual, physical *corev1.Pod) e
 		"previousBindingUID", physical.Labels[kubeoceanv1alpha1.LabelBindingUID])
 	return nil
 }
-
-// tokenSecretOurs tells whether a token Secret is this binding's: it
-// carries the binding's identity, or an older version or a proven
-// predecessor made it for the virtual pod virtualUID (known only while the
-// virtual pod is).
-func (c *Controller) tokenSecretOurs(secret *corev1.Secret, virtualUID types.UID) bool {
-	if c.owner.Owns(secret) {
-		return true
-	}
-	return virtualUID != "" && (ownership.Legacy(secret) || c.predecessors.Proven(secret)) && secret.Labels[LabelPodToken] == "true" &&
-		secret.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(virtualUID)
-}

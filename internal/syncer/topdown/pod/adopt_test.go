@@ -12,6 +12,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 )
 
 const earlierBinding types.UID = "earlier-binding-uid"
@@ -112,8 +113,8 @@ func TestPredecessorTokenSecretOurs(t *testing.T) {
 	secret := tokenSecret(virtualUID, now)
 	secret.Labels = earlier.Stamp(map[string]string{LabelPodToken: "true"})
 	predecessors := predecessorsWhere()
-	c := &Controller{owner: testOwner, predecessors: predecessors}
-	if c.tokenSecretOurs(secret, virtualUID) {
+	c := podidentity.New(podidentity.Options{Owner: testOwner, Predecessors: predecessors})
+	if c.Ours(secret, virtualUID) {
 		t.Fatal("a token Secret of an unproven binding is ours")
 	}
 	physical := physicalFor(mapped(boundPod(), ""))
@@ -121,10 +122,10 @@ func TestPredecessorTokenSecretOurs(t *testing.T) {
 	if ok, err := predecessors.ProveByTwin(context.Background(), physical); !ok || err != nil {
 		t.Fatalf("ProveByTwin = %v, %v", ok, err)
 	}
-	if !c.tokenSecretOurs(secret, virtualUID) {
+	if !c.Ours(secret, virtualUID) {
 		t.Error("a proven predecessor's token Secret for this pod is not ours")
 	}
-	if c.tokenSecretOurs(secret, "another-virtual-pod") {
+	if c.Ours(secret, "another-virtual-pod") {
 		t.Error("a proven predecessor's token Secret for another pod is ours")
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/unseen"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -182,21 +182,14 @@ type Controller struct {
 	virtualPodIndex cache.Indexer
 	virtualNodes    corev1listers.NodeLister
 	physicalPods    corev1listers.PodLister
-	tokenSecrets    cache.Indexer // *TokenSecretRecord, see CompactTokenSecret
-	virtualRootCAs  corev1listers.ConfigMapLister
 	dependents      Dependents
 	recorder        record.EventRecorder
 	clock           clock.WithTicker
 	created         createdPods
 	deleted         deletedPods
-	// createdTokens are the token Secrets of the mount namespace, by name,
-	// the controller created or renewed that its Secret informer has not
-	// shown yet. The physical pod's events follow their own watch and
-	// often come first; without this memory the pass they bring would
-	// find no token Secret in the cache and create it again, to meet
-	// AlreadyExists (an HTTP 409), a live read and a needless renewal.
-	createdTokens *unseen.Objects[string, *corev1.Secret]
-	waiters       *waiters
+	// identity makes and renews the pods' token Secrets.
+	identity *podidentity.Secrets
+	waiters  *waiters
 
 	// mountNamespaces reads the mount namespace's labels; nil when not
 	// given.
@@ -241,12 +234,10 @@ func New(opts Options) (*Controller, error) {
 		virtualPodIndex: opts.VirtualPods.Informer().GetIndexer(),
 		virtualNodes:    opts.VirtualNodes.Lister(),
 		physicalPods:    opts.PhysicalPods.Lister(),
-		tokenSecrets:    opts.PhysicalSecrets.Informer().GetIndexer(),
 		dependents:      opts.Dependents,
 		recorder:        opts.Recorder,
 		clock:           opts.Clock,
 		waiters:         newWaiters(),
-		createdTokens:   unseen.New[string, *corev1.Secret](createdPodTimeout),
 
 		podSecurity:       podSecurity,
 		refusals:          newRefusals(),
@@ -260,10 +251,16 @@ func New(opts Options) (*Controller, error) {
 		opts.VirtualPods.Informer().HasSynced, opts.VirtualNodes.Informer().HasSynced,
 		opts.PhysicalPods.Informer().HasSynced, opts.PhysicalSecrets.Informer().HasSynced,
 	}
+	identity := podidentity.Options{
+		MountNamespace: opts.MountNamespace, Owner: c.owner, Predecessors: opts.Predecessors,
+		Virtual: opts.VirtualClient, Physical: opts.PhysicalClient, Cache: opts.PhysicalSecrets.Informer().GetIndexer(),
+		Recorder: opts.Recorder, Clock: c.clock,
+	}
 	if opts.VirtualRootCAs != nil {
-		c.virtualRootCAs = opts.VirtualRootCAs.Lister()
+		identity.RootCAs = opts.VirtualRootCAs.Lister()
 		synced = append(synced, opts.VirtualRootCAs.Informer().HasSynced)
 	}
+	c.identity = podidentity.New(identity)
 	if opts.MountNamespaces != nil {
 		c.mountNamespaces = opts.MountNamespaces.Lister()
 		synced = append(synced, opts.MountNamespaces.Informer().HasSynced)
@@ -363,7 +360,7 @@ func (c *Controller) registerHandlers(opts Options) error {
 				Enqueue: c.Enqueue, Keys: virtualKeys[*corev1.Pod], Filter: c.isManagedPod, Changed: physicalPodChanged,
 			}}},
 		{"physical token secret", opts.PhysicalSecrets.Informer(), controller.Handler[metav1.Object, cache.ObjectName]{
-			Enqueue: c.Enqueue, Keys: c.tokenSecretKeys, Filter: c.isTokenSecret,
+			Enqueue: c.Enqueue, Keys: c.tokenSecretKeys, Filter: c.identity.IsTokenSecret,
 		}},
 	}
 	for kind, informer := range opts.DependencyEvents {
@@ -436,16 +433,10 @@ func (c *Controller) isManagedPod(pod *corev1.Pod) bool {
 	return pod.Namespace == c.mountNamespace && c.owner.Owns(pod)
 }
 
-func (c *Controller) isTokenSecret(secret metav1.Object) bool {
-	return secret.GetNamespace() == c.mountNamespace && secret.GetLabels()[LabelPodToken] == "true" && c.owner.Owns(secret)
-}
-
 // tokenSecretKeys maps a token Secret's event to its virtual pod. From its
-// first event on the cache speaks for the Secret, so the controller stops
-// standing in for it with the one it created (see createdTokens),
-// also when that event is a deletion.
+// first event on the cache speaks for the Secret (podidentity.Secrets.Seen).
 func (c *Controller) tokenSecretKeys(secret metav1.Object) []cache.ObjectName {
-	c.createdTokens.Forget(secret.GetName())
+	c.identity.Seen(secret)
 	return virtualKeys(secret)
 }
 

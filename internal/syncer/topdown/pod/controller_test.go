@@ -71,7 +71,7 @@ func TestEventKeys(t *testing.T) {
 	}
 	foreignSecret := tokenSecret(virtualUID, now)
 	delete(foreignSecret.Labels, LabelPodToken)
-	if !c.isTokenSecret(tokenSecret(virtualUID, now)) || c.isTokenSecret(foreignSecret) {
+	if !c.identity.IsTokenSecret(tokenSecret(virtualUID, now)) || c.identity.IsTokenSecret(foreignSecret) {
 		t.Errorf("isTokenSecret wrong")
 	}
 	if !c.onOurNode(boundPod()) || c.onOurNode(other) {

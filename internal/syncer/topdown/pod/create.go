@@ -11,6 +11,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -33,7 +34,7 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 	if message := c.hostPortsInUse(virtual, physicalNode); message != "" {
 		return c.refuseForHostPorts(ctx, virtual, physicalNode, message)
 	}
-	plan := planIdentity(virtual)
+	plan := podidentity.PlanFor(virtual)
 	if !m.recorded {
 		recorded, err := c.recordMappingBesideToken(ctx, virtual, m, plan)
 		if err != nil || recorded == nil {
@@ -48,7 +49,7 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 	}
 	// After recordMappingBesideToken this finds the Secret it made, and
 	// sends nothing.
-	if _, err := c.ensureTokenSecret(ctx, virtual, m.name, plan); err != nil {
+	if _, err := c.identity.Ensure(ctx, virtual, m.name, plan); err != nil {
 		return controller.Result{}, err
 	}
 
@@ -107,7 +108,7 @@ func (c *Controller) podSecurityViolation(ctx context.Context, virtual *corev1.P
 		physicalName:   m.name,
 		physicalNode:   physicalNode,
 		names:          dependencyNames{namespace: virtual.Namespace},
-		plan:           planIdentity(virtual),
+		plan:           podidentity.PlanFor(virtual),
 		apiServer:      c.apiServer,
 		allowed:        c.allowances.Current(),
 	})
@@ -133,8 +134,8 @@ func (c *Controller) podSecurityViolation(ctx context.Context, virtual *corev1.P
 // a pod's second request in flight only delays the pods queued behind it
 // (in bench-topdown's 2,000-pod burst, the p99 to the physical pod rose
 // above 5 s in four runs of five).
-func (c *Controller) recordMappingBesideToken(ctx context.Context, virtual *corev1.Pod, m mapping, plan identityPlan) (*corev1.Pod, error) {
-	if plan.empty() || c.Len() > 0 {
+func (c *Controller) recordMappingBesideToken(ctx context.Context, virtual *corev1.Pod, m mapping, plan podidentity.Plan) (*corev1.Pod, error) {
+	if plan.Empty() || c.Len() > 0 {
 		return c.recordMapping(ctx, virtual, m)
 	}
 	tokenDone := make(chan error, 1)
@@ -146,7 +147,7 @@ func (c *Controller) recordMappingBesideToken(ctx context.Context, virtual *core
 				tokenDone <- fmt.Errorf("making the token Secret of virtual pod %s/%s panicked: %v", virtual.Namespace, virtual.Name, r)
 			}
 		}()
-		_, err := c.ensureTokenSecret(ctx, virtual, m.name, plan)
+		_, err := c.identity.Ensure(ctx, virtual, m.name, plan)
 		tokenDone <- err
 	}()
 	recorded, err := c.recordMapping(ctx, virtual, m)

@@ -29,7 +29,7 @@ func (c *Controller) syncDeletion(ctx context.Context, virtual *corev1.Pod, m ma
 	}
 	// The mapping is recorded before any physical pod is created: without
 	// it there never was one.
-	if err := c.deleteTokenSecret(ctx, m, cache.MetaObjectToName(virtual), virtual.UID); err != nil {
+	if err := c.identity.Delete(ctx, m.namespace, m.name, cache.MetaObjectToName(virtual), virtual.UID); err != nil {
 		return err
 	}
 	return c.finishVirtual(ctx, virtual)
@@ -148,7 +148,7 @@ func (c *Controller) syncLost(ctx context.Context, virtual *corev1.Pod, m mappin
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("confirming physical pod %s/%s is gone: %w", m.namespace, m.name, err)
 	}
-	if err := c.deleteTokenSecret(ctx, m, cache.MetaObjectToName(virtual), virtual.UID); err != nil {
+	if err := c.identity.Delete(ctx, m.namespace, m.name, cache.MetaObjectToName(virtual), virtual.UID); err != nil {
 		return err
 	}
 	message := fmt.Sprintf("Physical pod %s/%s (UID %s) in cluster %s no longer exists: it was deleted or evicted there",

@@ -8,40 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
-	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 )
-
-func TestMetadataValue(t *testing.T) {
-	pod := mapped(boundPod(), physicalUID)
-	pod.Labels = map[string]string{"b": `say "hi"`, "a": "1", "example.com/x": "ünï\n"}
-	pod.Annotations["k8s.v1.cni.cncf.io/networks"] = "macvlan"
-	for path, want := range map[string]string{
-		// As the kubelet writes a map: sorted, one key="value" a line,
-		// Go-quoted, no final newline.
-		"metadata.labels": `a="1"` + "\n" + `b="say \"hi\""` + "\n" + `example.com/x="ünï\n"`,
-		// The mapping Kubeocean records on the virtual pod is ours, not
-		// the pod's.
-		"metadata.annotations":                                                        `k8s.v1.cni.cncf.io/networks="macvlan"`,
-		"metadata.annotations['k8s.v1.cni.cncf.io/networks']":                         "macvlan",
-		"metadata.annotations['missing']":                                             "",
-		"metadata.annotations['" + kubeoceanv1alpha1.AnnotationPhysicalPodName + "']": "",
-	} {
-		if got := identityValue(pod, path); got != want {
-			t.Errorf("%s = %q, want %q", path, got, want)
-		}
-	}
-	for _, path := range []string{"metadata.labels", "metadata.annotations", "metadata.annotations['example.com/x']", "metadata.name"} {
-		if errs := validation.IsConfigMapKey(secretKey(path)); len(errs) > 0 {
-			t.Errorf("secretKey(%q) = %q: %v", path, secretKey(path), errs)
-		}
-	}
-	if secretKey("metadata.annotations['a']") == secretKey("metadata.annotations['b']") {
-		t.Error("two annotations share a Secret key")
-	}
-}
 
 // podReadingItsMetadata reads its labels and annotations through a
 // downward-API volume and its annotation "team" and label "app" in env.
@@ -133,8 +103,8 @@ func TestDownwardAPIServesTheVirtualMetadata(t *testing.T) {
 	if got, want := data["metadata.labels"], `app="web"`+"\n"+`tier="front"`; got != want {
 		t.Errorf("labels file after the change = %q, want %q", got, want)
 	}
-	if !strings.Contains(data["metadata.annotations"], `team="b"`) || data[secretKey("metadata.annotations['team']")] != "b" {
-		t.Errorf("annotations after the change = %q, %q", data["metadata.annotations"], data[secretKey("metadata.annotations['team']")])
+	if !strings.Contains(data["metadata.annotations"], `team="b"`) || data[podidentity.SecretKey("metadata.annotations['team']")] != "b" {
+		t.Errorf("annotations after the change = %q, %q", data["metadata.annotations"], data[podidentity.SecretKey("metadata.annotations['team']")])
 	}
 	f.syncCaches()
 	f.mustReconcile()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ func (c *Controller) syncEphemeralContainers(ctx context.Context, virtual, physi
 		owner:          c.owner,
 		physicalName:   m.name,
 		names:          names,
-		plan:           planIdentity(virtual),
+		plan:           podidentity.PlanFor(virtual),
 		apiServer:      c.apiServer,
 	})
 	// A strategic merge patch adds by name, whatever the physical pod's

@@ -3,6 +3,7 @@ package pod
 import (
 	"context"
 	"fmt"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"maps"
 	"slices"
 	"strings"
@@ -13,18 +14,6 @@ import (
 
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
-
-// ConditionEphemeralContainersAllowed on a virtual pod tells whether the
-// ephemeral containers added to it (kubectl debug) may be added to its
-// physical pod. It is written False, naming each refused container and
-// why, when one would break the Pod Security level the mount namespace
-// enforces, and True once none does after that; a pod never debugged, or
-// debugged within the level, never gets it.
-const ConditionEphemeralContainersAllowed corev1.PodConditionType = "kubeocean.io/EphemeralContainersAllowed"
-
-// ReasonEphemeralContainersAllowed: no ephemeral container of the pod is
-// refused any more.
-const ReasonEphemeralContainersAllowed = "EphemeralContainersAllowed"
 
 // refusedEphemeralContainers judges the ephemeral containers that the
 // virtual pod has and its physical pod lacks as the physical Pod Security
@@ -44,7 +33,7 @@ func (c *Controller) refusedEphemeralContainers(virtual, physical *corev1.Pod, m
 		physicalName:   m.name,
 		physicalNode:   physical.Spec.NodeName,
 		names:          dependencyNames{namespace: virtual.Namespace},
-		plan:           planIdentity(virtual),
+		plan:           podidentity.PlanFor(virtual),
 		apiServer:      c.apiServer,
 		allowed:        c.allowances.Current(),
 	}

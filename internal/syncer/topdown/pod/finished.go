@@ -36,7 +36,7 @@ func (c *Controller) syncFinished(ctx context.Context, virtual *corev1.Pod, m ma
 	physical, err := c.physicalPods.Pods(m.namespace).Get(m.name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return controller.Result{}, c.deleteTokenSecret(ctx, m, cache.MetaObjectToName(virtual), virtual.UID)
+		return controller.Result{}, c.identity.Delete(ctx, m.namespace, m.name, cache.MetaObjectToName(virtual), virtual.UID)
 	case err != nil:
 		return controller.Result{}, err
 	case physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtual.UID):

@@ -28,6 +28,8 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -173,8 +175,8 @@ func newFixture(t *testing.T, s seed) *fixture {
 	}
 	virtualObjs = append(virtualObjs, s.liveVirtual...)
 	rootCA := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: virtualNS, Name: rootCAConfigMap},
-		Data:       map[string]string{keyCACert: "virtual-ca"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: virtualNS, Name: references.RootCAConfigMap},
+		Data:       map[string]string{podidentity.KeyCACert: "virtual-ca"},
 	}
 	virtualObjs = append(virtualObjs, rootCA)
 	for _, p := range s.physicalPods {

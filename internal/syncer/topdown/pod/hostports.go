@@ -13,11 +13,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
-// ReasonHostPortInUse: a host port the pod asks for is bound on its
-// physical node by a pod the binding does not run (another binding's
-// included); it is not sent until the port is free.
-const ReasonHostPortInUse = "HostPortInUse"
-
 // HostPorts tells the host ports bound on physical nodes by the pods the
 // binding does not run, other bindings' included; *hostports.Tracker.
 type HostPorts interface {

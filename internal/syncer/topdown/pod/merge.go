@@ -12,18 +12,19 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/lastapplied"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 )
 
-// AnnotationLastApplied on a physical pod holds what the controller last
-// wrote of the fields it keeps in step with the virtual pod (appliedState,
-// JSON). Changes are computed as last applied → desired and applied to the
-// live pod, as kubectl apply does, so labels, annotations or images that
-// webhooks or people set on the physical side stay until the virtual pod
-// itself changes that key. It leaves out the enforced annotations, which
-// name the virtual pod and are put back whatever was applied before, so
-// the pods of one workload record the same text and the syncer's cache
-// holds it once.
-const AnnotationLastApplied = "kubeocean.io/last-applied"
+// AnnotationLastApplied (kubeoceanv1alpha1) on a physical pod holds what
+// the controller last wrote of the fields it keeps in step with the
+// virtual pod (appliedState, JSON). Changes are computed as last applied →
+// desired and applied to the live pod, as kubectl apply does, so labels,
+// annotations or images that webhooks or people set on the physical side
+// stay until the virtual pod itself changes that key. It leaves out the
+// enforced annotations, which name the virtual pod and are put back
+// whatever was applied before, so the pods of one workload record the same
+// text and the syncer's cache holds it once.
+const AnnotationLastApplied = kubeoceanv1alpha1.AnnotationLastApplied
 
 // appliedState is the part of a physical pod that follows the virtual pod
 // after creation: what Kubernetes lets change on a running pod.
@@ -76,16 +77,6 @@ func lastApplied(pod *corev1.Pod) appliedState {
 	return s.recorded()
 }
 
-// virtualOnlyAnnotations live on the virtual pod only: the mapping the
-// controllers record there, and our own bookkeeping should a user copy it.
-var virtualOnlyAnnotations = map[string]bool{
-	kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: true,
-	kubeoceanv1alpha1.AnnotationPhysicalPodName:      true,
-	kubeoceanv1alpha1.AnnotationPhysicalPodUID:       true,
-	kubeoceanv1alpha1.AnnotationLastSyncTime:         true,
-	AnnotationLastApplied:                            true,
-}
-
 // desiredState is what the physical pod of virtual should carry: the
 // virtual pod's labels in Kubeocean's form (tenantmeta: each under a key of
 // Kubeocean's domain, the ones allowed also as they are) with the identity
@@ -98,7 +89,7 @@ func desiredState(virtual *corev1.Pod, owner ownership.Owner, allowed allowances
 	owner.Stamp(labels)
 	labels[kubeoceanv1alpha1.LabelVirtualNamespace] = virtual.Namespace
 
-	annotations := translator.Annotations(virtual.Labels, tenantAnnotations(virtual))
+	annotations := translator.Annotations(virtual.Labels, podidentity.TenantAnnotations(virtual))
 	annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace] = virtual.Namespace
 	annotations[kubeoceanv1alpha1.AnnotationVirtualPodName] = virtual.Name
 	annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = string(virtual.UID)
@@ -114,19 +105,6 @@ func desiredState(virtual *corev1.Pod, owner ownership.Owner, allowed allowances
 // allow now.
 func (c *Controller) desiredState(virtual *corev1.Pod) appliedState {
 	return desiredState(virtual, c.owner, c.allowances.Current())
-}
-
-// tenantAnnotations are the virtual pod's annotations but the mapping
-// Kubeocean records there: the pod's own, as its downward API shows them
-// and its physical pod records them.
-func tenantAnnotations(virtual *corev1.Pod) map[string]string {
-	annotations := make(map[string]string, len(virtual.Annotations))
-	for k, v := range virtual.Annotations {
-		if !virtualOnlyAnnotations[k] {
-			annotations[k] = v
-		}
-	}
-	return annotations
 }
 
 func imagesOf(spec *corev1.PodSpec) map[string]string {

@@ -14,6 +14,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/lastapplied"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 )
 
 func TestMergeKeys(t *testing.T) {
@@ -122,7 +123,7 @@ func TestMergeDeadline(t *testing.T) {
 // physicalFor is the physical pod created for virtual, as it is stored.
 func physicalFor(virtual *corev1.Pod) *corev1.Pod {
 	pod := physicalPod(virtual, translation{mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
-		names: resolvedNames(virtual), plan: planIdentity(virtual)})
+		names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual)})
 	pod.UID = physicalUID
 	pod.ResourceVersion = "20"
 	return pod
@@ -346,7 +347,7 @@ func TestUpdatePatchOfTranslatedMetadata(t *testing.T) {
 			t.Fatalf("desired = %v, %v; want app and team as they are, app translated too", desired.Labels, desired.Annotations)
 		}
 		physical := physicalPod(virtual, translation{mountNamespace: mountNS, owner: testOwner, physicalName: physicalName,
-			physicalNode: physicalNode, names: resolvedNames(virtual), plan: planIdentity(virtual), allowed: allowApp})
+			physicalNode: physicalNode, names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual), allowed: allowApp})
 		if physical.Labels["app"] != "web" || physical.Annotations["team"] != "a" {
 			t.Fatalf("created with %v, %v; want the allowed keys", physical.Labels, physical.Annotations)
 		}

@@ -14,6 +14,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -180,7 +181,7 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 	if physical.Status.Phase == corev1.PodSucceeded || physical.Status.Phase == corev1.PodFailed {
 		return controller.Result{}, nil
 	}
-	refresh, err := c.ensureTokenSecret(ctx, virtual, m.name, planIdentity(virtual))
+	refresh, err := c.identity.Ensure(ctx, virtual, m.name, podidentity.PlanFor(virtual))
 	if recheck > 0 && (refresh == 0 || recheck < refresh) {
 		refresh = recheck
 	}
@@ -202,5 +203,5 @@ func (c *Controller) cleanUpFinished(ctx context.Context, m mapping, virtual cac
 	if _, err := c.physicalPods.Pods(m.namespace).Get(m.name); !apierrors.IsNotFound(err) {
 		return err
 	}
-	return c.deleteTokenSecret(ctx, m, virtual, virtualUID)
+	return c.identity.Delete(ctx, m.namespace, m.name, virtual, virtualUID)
 }

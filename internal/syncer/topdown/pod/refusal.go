@@ -22,30 +22,6 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
-// ConditionPhysicalPodCreated on a virtual pod tells whether its physical
-// pod could be created. It is written False, with the reason and the
-// physical cluster's own words, when the pod is not created (refused by
-// the physical apiserver, breaking the mount namespace's Pod Security
-// level, or a DaemonSet's pod), and True once the pod is created after
-// that; the usual pod never gets it.
-const ConditionPhysicalPodCreated corev1.PodConditionType = "kubeocean.io/PhysicalPodCreated"
-
-// Reasons of ConditionPhysicalPodCreated and of the events that go with it.
-const (
-	// ReasonPodSecurityViolation: the physical pod would break the Pod
-	// Security level the mount namespace enforces; it is not sent.
-	ReasonPodSecurityViolation = "PodSecurityViolation"
-	// ReasonDaemonSetPodNotSynced: the pod belongs to a DaemonSet, whose
-	// pods the syncer does not run (see Options.SyncDaemonSetPods).
-	ReasonDaemonSetPodNotSynced = "DaemonSetPodNotSynced"
-	// ReasonVolumeSourceNotAllowed: a claim of the pod is bound to a
-	// PersistentVolume whose source the lender does not allow
-	// (ResourceLeasingPolicy spec.allowances); nothing of the pod is sent.
-	ReasonVolumeSourceNotAllowed = "VolumeSourceNotAllowed"
-	// ReasonPhysicalPodCreated: created after an earlier refusal.
-	ReasonPhysicalPodCreated = "PhysicalPodCreated"
-)
-
 // daemonSetPodMessage is the condition message of a DaemonSet's pod.
 const daemonSetPodMessage = "Pods of DaemonSets are not run on virtual nodes (the syncer's --sync-daemonset-pods is off); " +
 	"keep the DaemonSet off virtual nodes: do not tolerate the kubeocean.io/vnode taint, or require nodes without the label kubeocean.io/managed-by=kubeocean"

@@ -13,47 +13,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
-// ConditionDependenciesReady on a virtual pod tells whether the objects it
-// uses could be copied to the physical cluster. It is written False while
-// the pod waits for them and True once they are there, and only for pods
-// that had to wait: the usual pod never gets it.
-const ConditionDependenciesReady corev1.PodConditionType = "kubeocean.io/DependenciesReady"
-
-// Reasons of ConditionDependenciesReady and of events on virtual pods.
-const (
-	// ReasonDependencyNotReady: a ConfigMap, Secret or PVC the pod uses
-	// cannot be copied yet (missing, being deleted, PVC not bound).
-	ReasonDependencyNotReady = "DependencyNotReady"
-	// ReasonDependencyConflict: the physical name of a dependency is taken
-	// by an object Kubeocean did not make; someone must remove it.
-	ReasonDependencyConflict = "DependencyConflict"
-	// ReasonDependenciesReady: all dependencies are copied.
-	ReasonDependenciesReady = "DependenciesReady"
-	// ReasonPhysicalPodLost is the virtual pod's status reason once its
-	// physical pod is gone while it ran (deleted, evicted, its node
-	// removed); the pod is Failed.
-	ReasonPhysicalPodLost = "PhysicalPodLost"
-	// ReasonPhysicalPodRejected: the physical cluster refused the pod.
-	ReasonPhysicalPodRejected = "PhysicalPodRejected"
-	// ReasonPhysicalPodNameTaken: a pod Kubeocean did not make for this
-	// virtual pod has the physical name.
-	ReasonPhysicalPodNameTaken = "PhysicalPodNameTaken"
-	// ReasonMappingMismatch: the virtual pod's mapping annotations name a
-	// physical pod this binding would not have made for it.
-	ReasonMappingMismatch = "PhysicalPodMappingMismatch"
-	// ReasonTokenRequestFailed: no service-account token could be issued
-	// for the pod.
-	ReasonTokenRequestFailed = "TokenRequestFailed"
-	// ReasonRuntimeClassNotAllowed: the pod names a runtime class the
-	// lender's allowances do not list; it is refused rather than run
-	// without it (ConditionPhysicalPodCreated False).
-	ReasonRuntimeClassNotAllowed = "RuntimeClassNotAllowed"
-	// ReasonVolumeSourceNotSupported: a projected volume of the pod has a
-	// source other than configMap, secret, downwardAPI and
-	// serviceAccountToken (ConditionPhysicalPodCreated False).
-	ReasonVolumeSourceNotSupported = "VolumeSourceNotSupported"
-)
-
 func findCondition(conditions []corev1.PodCondition, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range conditions {
 		if conditions[i].Type == t {

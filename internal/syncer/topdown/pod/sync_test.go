@@ -23,6 +23,8 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -32,7 +34,7 @@ func withTokenVolume(pod *corev1.Pod) *corev1.Pod {
 	pod.Spec.ServiceAccountName = "default"
 	pod.Spec.Volumes = append(pod.Spec.Volumes, projectedVolume("kube-api-access-x1y2z", ptr.To[int32](0o644),
 		corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
-		corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: rootCAConfigMap},
+		corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: references.RootCAConfigMap},
 			Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 		corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
 			{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
@@ -113,7 +115,7 @@ func TestCreate(t *testing.T) {
 	created := actions(f.physicalKube, "create", "pods")[0].(clienttesting.CreateAction).GetObject().(*corev1.Pod)
 	apiServer, _ := parseAPIServer("10.0.0.1:6443")
 	want := physicalPod(f.virtualPod(), translation{mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
-		names: resolvedNames(virtual), plan: planIdentity(virtual), apiServer: apiServer})
+		names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual), apiServer: apiServer})
 	if !equality.Semantic.DeepEqual(created, want) {
 		t.Errorf("created pod (-want +got):\n%s", diff.Diff(want, created))
 	}

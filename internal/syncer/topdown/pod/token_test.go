@@ -17,24 +17,9 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-)
 
-func TestRefreshTime(t *testing.T) {
-	tests := []struct {
-		name     string
-		lifetime time.Duration
-		want     time.Duration
-	}{
-		{name: "80% of an hour", lifetime: time.Hour, want: 48 * time.Minute},
-		{name: "capped at a day", lifetime: 30 * 24 * time.Hour, want: 24 * time.Hour},
-		{name: "expired already", lifetime: -time.Minute, want: 0},
-	}
-	for _, tt := range tests {
-		if got := refreshTime(now, now.Add(tt.lifetime)).Sub(now); got != tt.want {
-			t.Errorf("%s: refresh after %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+)
 
 // A token not yet due is left alone until it is; then it is renewed with
 // one token request and one Secret update.
@@ -123,7 +108,7 @@ func TestTokenCAFromCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(secret.Data[keyCACert]); got != "virtual-ca" {
+		if got := string(secret.Data[podidentity.KeyCACert]); got != "virtual-ca" {
 			t.Errorf("cached %v: ca.crt = %q, want the virtual cluster's", cached, got)
 		}
 		if reads := len(actions(f.virtualKube, "get", "configmaps")); cached && reads != 0 || !cached && reads != 1 {
@@ -195,49 +180,6 @@ func TestCreatedTokenSecretDeletedBeforeCached(t *testing.T) {
 	f.syncCaches()
 	f.mustReconcile()
 	assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets")
-}
-
-// secretEventDuringGet is a token Secret store whose lookups miss just
-// before the Secret's event arrives: the store was read, then the event
-// came.
-type secretEventDuringGet struct {
-	cache.Indexer
-	arrive func()
-}
-
-func (s secretEventDuringGet) GetByKey(key string) (any, bool, error) {
-	obj, exists, err := s.Indexer.GetByKey(key)
-	if err == nil && !exists {
-		s.arrive()
-	}
-	return obj, exists, err
-}
-
-// The token Secret's event may arrive between the cache's miss and the
-// look at what was just created: the pass still creates nothing (no
-// AlreadyExists, no live read).
-func TestCreatedTokenSecretEventDuringTheLookup(t *testing.T) {
-	f := createdWithTokenSecretUncached(t)
-	stored, err := f.physicalKube.Tracker().Get(corev1.SchemeGroupVersion.WithResource("secrets"), mountNS, TokenSecretName(physicalName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	created := stored.(*corev1.Secret)
-	arrived := false
-	f.controller.tokenSecrets = secretEventDuringGet{f.controller.tokenSecrets, func() {
-		if !arrived {
-			arrived = true
-			f.controller.tokenSecretKeys(created)
-		}
-	}}
-	f.mustReconcile()
-	if !arrived {
-		t.Fatal("the pass did not look the token Secret up in the cache")
-	}
-	assertWrites(t, f)
-	if reads := len(actions(f.physicalKube, "get", "secrets")); reads != 0 {
-		t.Errorf("%d live reads of secrets, want none", reads)
-	}
 }
 
 // A new pod's mapping and its token are made side by side: the mapping's

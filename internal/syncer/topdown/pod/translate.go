@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +44,7 @@ type translation struct {
 	physicalName   string
 	physicalNode   string
 	names          dependencyNames
-	plan           identityPlan
+	plan           podidentity.Plan
 	apiServer      *apiServerAddress
 	// allowed is what the lender lets through (label and annotation keys
 	// as they are); the zero Set lets nothing.
@@ -114,7 +115,7 @@ func physicalPod(virtual *corev1.Pod, t translation) *corev1.Pod {
 	return pod
 }
 
-func (t translation) tokenSecret() string { return TokenSecretName(t.physicalName) }
+func (t translation) tokenSecret() string { return podidentity.SecretName(t.physicalName) }
 
 func (t translation) rewriteVolumes(volumes []corev1.Volume) {
 	for i := range volumes {
@@ -147,15 +148,15 @@ func (t translation) rewriteVolumes(volumes []corev1.Volume) {
 }
 
 func (t translation) projectedSources(projected *corev1.ProjectedVolumeSource) []corev1.VolumeProjection {
-	withToken := projectsToken(projected)
+	withToken := podidentity.ProjectsToken(projected)
 	out := make([]corev1.VolumeProjection, 0, len(projected.Sources))
 	for _, source := range projected.Sources {
 		switch {
 		case source.ServiceAccountToken != nil:
 			out = append(out, t.secretProjection(nil, corev1.KeyToPath{
-				Key: t.plan.tokenKey(source.ServiceAccountToken), Path: source.ServiceAccountToken.Path,
+				Key: t.plan.TokenKey(source.ServiceAccountToken), Path: source.ServiceAccountToken.Path,
 			}))
-		case withToken && isRootCA(source.ConfigMap):
+		case withToken && podidentity.IsRootCA(source.ConfigMap):
 			out = append(out, t.rootCAProjection(source.ConfigMap))
 		case source.ConfigMap != nil:
 			source.ConfigMap.Name = t.names.configMap(source.ConfigMap.Name)
@@ -177,12 +178,12 @@ func (t translation) projectedSources(projected *corev1.ProjectedVolumeSource) [
 func (t translation) rootCAProjection(source *corev1.ConfigMapProjection) corev1.VolumeProjection {
 	var items []corev1.KeyToPath
 	for _, item := range source.Items {
-		if item.Key == keyCACert {
+		if item.Key == podidentity.KeyCACert {
 			items = append(items, item)
 		}
 	}
 	if len(source.Items) == 0 {
-		items = []corev1.KeyToPath{{Key: keyCACert, Path: keyCACert}}
+		items = []corev1.KeyToPath{{Key: podidentity.KeyCACert, Path: podidentity.KeyCACert}}
 	}
 	return t.secretProjection(source.Optional, items...)
 }
@@ -193,8 +194,8 @@ func (t translation) downwardAPISources(items []corev1.DownwardAPIVolumeFile) []
 	var kept []corev1.DownwardAPIVolumeFile
 	var fromSecret []corev1.KeyToPath
 	for _, item := range items {
-		if item.FieldRef != nil && servedFromSecret(item.FieldRef.FieldPath) {
-			fromSecret = append(fromSecret, corev1.KeyToPath{Key: secretKey(item.FieldRef.FieldPath), Path: item.Path, Mode: item.Mode})
+		if item.FieldRef != nil && podidentity.ServedFromSecret(item.FieldRef.FieldPath) {
+			fromSecret = append(fromSecret, corev1.KeyToPath{Key: podidentity.SecretKey(item.FieldRef.FieldPath), Path: item.Path, Mode: item.Mode})
 			continue
 		}
 		kept = append(kept, item)
@@ -220,7 +221,7 @@ func (t translation) secretProjection(optional *bool, items ...corev1.KeyToPath)
 
 func hasIdentityItems(items []corev1.DownwardAPIVolumeFile) bool {
 	for _, item := range items {
-		if item.FieldRef != nil && servedFromSecret(item.FieldRef.FieldPath) {
+		if item.FieldRef != nil && podidentity.ServedFromSecret(item.FieldRef.FieldPath) {
 			return true
 		}
 	}
@@ -232,7 +233,7 @@ func hasIdentityItems(items []corev1.DownwardAPIVolumeFile) bool {
 func rewriteLabelItems(items []corev1.DownwardAPIVolumeFile) {
 	for i := range items {
 		if ref := items[i].FieldRef; ref != nil {
-			if path, ok := physicalLabelPath(ref.FieldPath); ok {
+			if path, ok := podidentity.PhysicalLabelPath(ref.FieldPath); ok {
 				ref.FieldPath = path
 			}
 		}
@@ -248,18 +249,18 @@ func (t translation) rewriteContainer(c *corev1.Container, virtual *corev1.Pod) 
 			from.ConfigMapKeyRef.Name = t.names.configMap(from.ConfigMapKeyRef.Name)
 		case from.SecretKeyRef != nil:
 			from.SecretKeyRef.Name = t.names.secret(from.SecretKeyRef.Name)
-		case from.FieldRef != nil && isIdentityField(from.FieldRef.FieldPath):
-			c.Env[i].Value = identityValue(virtual, from.FieldRef.FieldPath)
+		case from.FieldRef != nil && podidentity.IsIdentityField(from.FieldRef.FieldPath):
+			c.Env[i].Value = podidentity.Value(virtual, from.FieldRef.FieldPath)
 			c.Env[i].ValueFrom = nil
-		case from.FieldRef != nil && metadataFromSecretInEnv(from.FieldRef.FieldPath):
+		case from.FieldRef != nil && podidentity.MetadataFromSecretInEnv(from.FieldRef.FieldPath):
 			// Not a literal: read when the container starts, as the
 			// kubelet reads an annotation.
 			c.Env[i].ValueFrom = &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: t.tokenSecret()},
-				Key:                  secretKey(from.FieldRef.FieldPath),
+				Key:                  podidentity.SecretKey(from.FieldRef.FieldPath),
 			}}
 		case from.FieldRef != nil:
-			if path, ok := physicalLabelPath(from.FieldRef.FieldPath); ok {
+			if path, ok := podidentity.PhysicalLabelPath(from.FieldRef.FieldPath); ok {
 				from.FieldRef.FieldPath = path
 			}
 		}

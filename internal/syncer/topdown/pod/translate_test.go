@@ -16,6 +16,8 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
 func pn(name string) string { return naming.PhysicalName(virtualNS, name) }
@@ -100,7 +102,7 @@ func fullVirtualPod() *corev1.Pod {
 				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
 				projectedVolume("kube-api-access-abcde", ptr.To[int32](0o644),
 					corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
-					corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: rootCAConfigMap},
+					corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: references.RootCAConfigMap},
 						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 					corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
 						{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
@@ -170,7 +172,7 @@ func fullPhysicalPod() *corev1.Pod {
 					fieldEnv("POD_IP", "status.podIP"),
 					fieldEnv("APP", "metadata.labels['label.kubeocean.io/app']"),
 					{Name: "TEAM", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-						LocalObjectReference: corev1.LocalObjectReference{Name: TokenSecretName(physicalName)}, Key: secretKey("metadata.annotations['team']")}}},
+						LocalObjectReference: corev1.LocalObjectReference{Name: TokenSecretName(physicalName)}, Key: podidentity.SecretKey("metadata.annotations['team']")}}},
 				}, apiServerEnv...),
 				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: pn("app-env")}}}},
 			}},
@@ -278,7 +280,7 @@ func TestPhysicalPod(t *testing.T) {
 			before := virtual.DeepCopy()
 			got := physicalPod(virtual, translation{owner: testOwner,
 				mountNamespace: mountNS, physicalName: physicalName, physicalNode: physicalNode,
-				names: resolvedNames(virtual), plan: planIdentity(virtual), apiServer: apiServer,
+				names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual), apiServer: apiServer,
 			})
 			if !equality.Semantic.DeepEqual(want, got) {
 				t.Errorf("physical pod (-want +got):\n%s", diff.Diff(want, got))
@@ -299,32 +301,14 @@ func TestPhysicalPodHostnameNotALabel(t *testing.T) {
 	}
 }
 
-func TestPlanIdentity(t *testing.T) {
-	plan := planIdentity(fullVirtualPod())
-	want := identityPlan{
-		tokens: []tokenSpec{{key: "token", expirationSeconds: 3600}, {key: "token-1", audience: "vault", expirationSeconds: 600}},
-		caCert: true,
-		fields: []string{"metadata.annotations['team']", "metadata.labels", "metadata.name", "metadata.namespace"},
-	}
-	if !reflect.DeepEqual(want, plan) {
-		t.Errorf("plan = %+v, want %+v", plan, want)
-	}
-	if keys := plan.keys(); !slices.Equal(keys, []string{"token", "token-1", "ca.crt", secretKey("metadata.annotations['team']"), "metadata.labels", "metadata.name", "metadata.namespace"}) {
-		t.Errorf("keys = %v", keys)
-	}
-	if !planIdentity(boundPod()).empty() {
-		t.Errorf("a pod without token or identity volumes needs a token Secret")
-	}
-}
-
 func TestDependencyReferences(t *testing.T) {
 	pod := fullVirtualPod()
 	// A kube-root-ca.crt the pod mounts on its own is copied like any
 	// ConfigMap; the one next to the token is served by the token Secret.
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: rootCAConfigMap}}}})
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: references.RootCAConfigMap}}}})
 	refs := dependencyReferences(pod)
-	if want := []string{"app-config", "bundle-config", "init-config", rootCAConfigMap}; !slices.Equal(refs.ConfigMaps, want) {
+	if want := []string{"app-config", "bundle-config", "init-config", references.RootCAConfigMap}; !slices.Equal(refs.ConfigMaps, want) {
 		t.Errorf("ConfigMaps = %v, want %v", refs.ConfigMaps, want)
 	}
 	if want := []string{"app-creds", "app-env", "bundle-secret", "regcred"}; !slices.Equal(refs.Secrets, want) {
@@ -336,7 +320,7 @@ func TestDependencyReferences(t *testing.T) {
 
 	without := fullVirtualPod()
 	without.Spec.Volumes = without.Spec.Volumes[:3]
-	if refs := dependencyReferences(without); slices.Equal(refs.ConfigMaps, []string{rootCAConfigMap}) {
+	if refs := dependencyReferences(without); slices.Equal(refs.ConfigMaps, []string{references.RootCAConfigMap}) {
 		t.Errorf("kube-root-ca.crt listed without a volume using it")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
@@ -136,7 +137,7 @@ func TestVolumeSecretsAreCopiedAndRewritten(t *testing.T) {
 
 			physical := physicalPod(virtual, translation{
 				mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
-				names: resolvedNames(virtual), plan: planIdentity(virtual),
+				names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual),
 			})
 			if got, want := tc.physical(physical.Spec.Volumes[0].VolumeSource), pn(tc.secret); got != want {
 				t.Errorf("physical pod names Secret %q, want its copy %q", got, want)
@@ -170,7 +171,7 @@ func TestServiceAccountNameAnswersVirtualValue(t *testing.T) {
 	}
 	physical := physicalPod(virtual, translation{
 		mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
-		names: resolvedNames(virtual), plan: planIdentity(virtual),
+		names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual),
 	})
 	if env := physical.Spec.Containers[0].Env[0]; env.ValueFrom != nil || env.Value != "builder" {
 		t.Errorf("env %+v, want the literal value builder", env)

@@ -1,4 +1,4 @@
-package pod
+package podidentity
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 )
 
@@ -32,15 +33,11 @@ import (
 //   - metadata.labels, metadata.annotations and metadata.annotations['k']
 //     are served from the token Secret, which holds the virtual pod's
 //     values, as identity fields are; the Secret records a digest of them
-//     (AnnotationMetadataDigest) and is patched when they change, and
+//     (kubeoceanv1alpha1.AnnotationMetadataDigest) and is patched when they change, and
 //     only then.
 //
 // An env variable is resolved when its container starts, so it shows the
 // value of that moment, as on a real node.
-
-// AnnotationMetadataDigest on a token Secret is the digest of the label
-// and annotation values it serves (metadataDigest).
-const AnnotationMetadataDigest = "kubeocean.io/metadata-digest"
 
 const (
 	fieldLabels      = "metadata.labels"
@@ -66,10 +63,10 @@ func metadataField(fieldPath string) bool {
 	return ok
 }
 
-// metadataFromSecretInEnv tells the fields an env variable reads from the
+// MetadataFromSecretInEnv tells the fields an env variable reads from the
 // token Secret: the API takes only subscripted labels and annotations in
 // env, and a label is read from the translated one.
-func metadataFromSecretInEnv(fieldPath string) bool {
+func MetadataFromSecretInEnv(fieldPath string) bool {
 	_, ok := subscript(fieldPath, fieldAnnotations)
 	return ok
 }
@@ -81,9 +78,9 @@ func envFieldPath(env corev1.EnvVar) string {
 	return env.ValueFrom.FieldRef.FieldPath
 }
 
-// physicalLabelPath is the path that reads the label of a subscripted
+// PhysicalLabelPath is the path that reads the label of a subscripted
 // metadata.labels path on the physical pod, and false for other paths.
-func physicalLabelPath(fieldPath string) (string, bool) {
+func PhysicalLabelPath(fieldPath string) (string, bool) {
 	key, ok := subscript(fieldPath, fieldLabels)
 	if !ok {
 		return "", false
@@ -98,10 +95,10 @@ func metadataValue(pod *corev1.Pod, fieldPath string) string {
 	case fieldLabels:
 		return formatMap(pod.Labels)
 	case fieldAnnotations:
-		return formatMap(tenantAnnotations(pod))
+		return formatMap(TenantAnnotations(pod))
 	}
 	if key, ok := subscript(fieldPath, fieldAnnotations); ok {
-		return tenantAnnotations(pod)[key]
+		return TenantAnnotations(pod)[key]
 	}
 	return ""
 }
@@ -121,10 +118,10 @@ func formatMap(m map[string]string) string {
 	return b.String()
 }
 
-// secretKey is the token Secret key of a field: the path itself when it is
+// SecretKey is the token Secret key of a field: the path itself when it is
 // a valid key (the identity fields, metadata.labels), else a hash of it (a
 // subscript holds "[", "'" and often "/").
-func secretKey(fieldPath string) string {
+func SecretKey(fieldPath string) string {
 	if len(validation.IsConfigMapKey(fieldPath)) == 0 {
 		return fieldPath
 	}
@@ -134,7 +131,7 @@ func secretKey(fieldPath string) string {
 
 // metadataDigest is the digest of the label and annotation values plan
 // serves for virtual; "" when it serves none.
-func metadataDigest(virtual *corev1.Pod, plan identityPlan) string {
+func metadataDigest(virtual *corev1.Pod, plan Plan) string {
 	h := sha256.New()
 	serves := false
 	for _, field := range plan.fields {
@@ -153,25 +150,25 @@ func metadataDigest(virtual *corev1.Pod, plan identityPlan) string {
 // Secret that is otherwise valid when they changed on the virtual pod:
 // the values only, so its tokens are neither reissued nor read. The patch
 // names the Secret's UID, so it fails on a Secret recreated since.
-func (c *Controller) refreshMetadata(ctx context.Context, secret *corev1.Secret, virtual *corev1.Pod, plan identityPlan) error {
+func (s *Secrets) refreshMetadata(ctx context.Context, secret *corev1.Secret, virtual *corev1.Pod, plan Plan) error {
 	digest := metadataDigest(virtual, plan)
-	if digest == "" || secret.Annotations[AnnotationMetadataDigest] == digest {
+	if digest == "" || secret.Annotations[kubeoceanv1alpha1.AnnotationMetadataDigest] == digest {
 		return nil
 	}
 	data := map[string][]byte{}
 	for _, field := range plan.fields {
 		if metadataField(field) {
-			data[secretKey(field)] = []byte(metadataValue(virtual, field))
+			data[SecretKey(field)] = []byte(metadataValue(virtual, field))
 		}
 	}
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": secret.UID, "annotations": map[string]string{AnnotationMetadataDigest: digest}},
+		"metadata": map[string]any{"uid": secret.UID, "annotations": map[string]string{kubeoceanv1alpha1.AnnotationMetadataDigest: digest}},
 		"data":     data,
 	})
 	if err != nil {
 		return err
 	}
-	_, err = c.physicalClient.Secrets(secret.Namespace).Patch(ctx, secret.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = s.Physical.Secrets(secret.Namespace).Patch(ctx, secret.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Its event brings the pod back.
@@ -182,4 +179,27 @@ func (c *Controller) refreshMetadata(ctx context.Context, secret *corev1.Secret,
 	}
 	klog.FromContext(ctx).V(2).Info("Updated the labels and annotations the pod reads", "secret", klog.KObj(secret))
 	return nil
+}
+
+// TenantAnnotations are the virtual pod's annotations but the mapping
+// Kubeocean records there: the pod's own, as its downward API shows them
+// and its physical pod records them.
+func TenantAnnotations(virtual *corev1.Pod) map[string]string {
+	annotations := make(map[string]string, len(virtual.Annotations))
+	for k, v := range virtual.Annotations {
+		if !virtualOnlyAnnotations[k] {
+			annotations[k] = v
+		}
+	}
+	return annotations
+}
+
+// virtualOnlyAnnotations live on the virtual pod only: the mapping the
+// controllers record there, and our own bookkeeping should a user copy it.
+var virtualOnlyAnnotations = map[string]bool{
+	kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: true,
+	kubeoceanv1alpha1.AnnotationPhysicalPodName:      true,
+	kubeoceanv1alpha1.AnnotationPhysicalPodUID:       true,
+	kubeoceanv1alpha1.AnnotationLastSyncTime:         true,
+	kubeoceanv1alpha1.AnnotationLastApplied:          true,
 }

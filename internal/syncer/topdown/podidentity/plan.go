@@ -1,4 +1,4 @@
-package pod
+package podidentity
 
 import (
 	"maps"
@@ -10,26 +10,11 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
-// A pod in the physical cluster must still see itself as the virtual pod:
-// its service-account token must be one of the virtual cluster, bound to
-// the virtual pod, with the virtual cluster's CA; and the downward API must
-// answer the virtual name, namespace, UID and node. The physical kubelet
-// can provide none of that, so the controller puts these values in a
-// Secret of the pod's own (the token Secret) and the physical pod mounts
-// them from there at the same paths.
-
 const (
-	// LabelPodToken marks the token Secrets of physical pods, with value
-	// "true"; the controller watches them through it.
-	LabelPodToken = "kubeocean.io/pod-token"
-	// AnnotationTokenRefreshAt on a token Secret is when its tokens are
-	// due for renewal (RFC 3339).
-	AnnotationTokenRefreshAt = "kubeocean.io/token-refresh-at"
-
 	// rootCAConfigMap is the ConfigMap the virtual cluster publishes its CA
-	// in, in every namespace; keyCACert its key.
+	// in, in every namespace; KeyCACert its key.
 	rootCAConfigMap = references.RootCAConfigMap
-	keyCACert       = "ca.crt"
+	KeyCACert       = "ca.crt"
 	// keyToken is the Secret key of a pod's first token.
 	keyToken = "token"
 
@@ -51,17 +36,17 @@ const (
 // the virtual pod's.
 var identityFields = []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName"}
 
-func isIdentityField(fieldPath string) bool { return slices.Contains(identityFields, fieldPath) }
+func IsIdentityField(fieldPath string) bool { return slices.Contains(identityFields, fieldPath) }
 
-// servedFromSecret tells the downward-API fields a volume reads from the
+// ServedFromSecret tells the downward-API fields a volume reads from the
 // token Secret: the identity fields, and the labels and annotations (see
 // metadataField).
-func servedFromSecret(fieldPath string) bool {
-	return isIdentityField(fieldPath) || metadataField(fieldPath)
+func ServedFromSecret(fieldPath string) bool {
+	return IsIdentityField(fieldPath) || metadataField(fieldPath)
 }
 
-// identityValue is what fieldPath answers for the virtual pod.
-func identityValue(pod *corev1.Pod, fieldPath string) string {
+// Value is what fieldPath answers for the virtual pod.
+func Value(pod *corev1.Pod, fieldPath string) string {
 	if metadataField(fieldPath) {
 		return metadataValue(pod, fieldPath)
 	}
@@ -87,23 +72,23 @@ type tokenSpec struct {
 	expirationSeconds int64
 }
 
-// identityPlan is what a pod's token Secret must hold.
-type identityPlan struct {
+// Plan is what a pod's token Secret must hold.
+type Plan struct {
 	tokens []tokenSpec
 	// caCert: the pod mounts the virtual cluster's CA next to a token.
 	caCert bool
 	// fields are the fields served from the Secret, sorted: identity
 	// fields mounted through volumes, labels and annotations mounted or
-	// read in env. Their Secret keys are secretKey(field).
+	// read in env. Their Secret keys are SecretKey(field).
 	fields []string
 }
 
-func (p identityPlan) empty() bool {
+func (p Plan) Empty() bool {
 	return len(p.tokens) == 0 && !p.caCert && len(p.fields) == 0
 }
 
-// tokenKey is the Secret key of the token source, which the plan holds.
-func (p identityPlan) tokenKey(source *corev1.ServiceAccountTokenProjection) string {
+// TokenKey is the Secret key of the token source, which the plan holds.
+func (p Plan) TokenKey(source *corev1.ServiceAccountTokenProjection) string {
 	audience, expiration := tokenParameters(source)
 	for _, t := range p.tokens {
 		if t.audience == audience && t.expirationSeconds == expiration {
@@ -121,24 +106,24 @@ func tokenParameters(source *corev1.ServiceAccountTokenProjection) (string, int6
 	return source.Audience, expiration
 }
 
-// planIdentity lists what the physical pod will mount from its token
+// PlanFor lists what the physical pod will mount from its token
 // Secret: one token per distinct audience and lifetime among the projected
 // serviceAccountToken sources, the CA when kube-root-ca.crt is projected
 // next to a token (as in the kube-api-access volume admission adds), and
 // every identity field of a downward-API volume or projection.
-func planIdentity(pod *corev1.Pod) identityPlan {
-	var plan identityPlan
+func PlanFor(pod *corev1.Pod) Plan {
+	var plan Plan
 	fields := map[string]bool{}
 	addFields := func(items []corev1.DownwardAPIVolumeFile) {
 		for _, item := range items {
-			if item.FieldRef != nil && servedFromSecret(item.FieldRef.FieldPath) {
+			if item.FieldRef != nil && ServedFromSecret(item.FieldRef.FieldPath) {
 				fields[item.FieldRef.FieldPath] = true
 			}
 		}
 	}
 	for _, c := range references.AllContainers(&pod.Spec) {
 		for _, env := range c.Env {
-			if path := envFieldPath(env); metadataFromSecretInEnv(path) {
+			if path := envFieldPath(env); MetadataFromSecretInEnv(path) {
 				fields[path] = true
 			}
 		}
@@ -148,14 +133,14 @@ func planIdentity(pod *corev1.Pod) identityPlan {
 		case v.DownwardAPI != nil:
 			addFields(v.DownwardAPI.Items)
 		case v.Projected != nil:
-			withToken := projectsToken(v.Projected)
+			withToken := ProjectsToken(v.Projected)
 			for _, source := range v.Projected.Sources {
 				switch {
 				case source.ServiceAccountToken != nil:
 					plan.addToken(source.ServiceAccountToken)
 				case source.DownwardAPI != nil:
 					addFields(source.DownwardAPI.Items)
-				case withToken && isRootCA(source.ConfigMap):
+				case withToken && IsRootCA(source.ConfigMap):
 					plan.caCert = true
 				}
 			}
@@ -165,7 +150,7 @@ func planIdentity(pod *corev1.Pod) identityPlan {
 	return plan
 }
 
-func (p *identityPlan) addToken(source *corev1.ServiceAccountTokenProjection) {
+func (p *Plan) addToken(source *corev1.ServiceAccountTokenProjection) {
 	audience, expiration := tokenParameters(source)
 	for _, t := range p.tokens {
 		if t.audience == audience && t.expirationSeconds == expiration {
@@ -179,7 +164,9 @@ func (p *identityPlan) addToken(source *corev1.ServiceAccountTokenProjection) {
 	p.tokens = append(p.tokens, tokenSpec{key: key, audience: audience, expirationSeconds: expiration})
 }
 
-func projectsToken(projected *corev1.ProjectedVolumeSource) bool {
+// ProjectsToken tells a projected volume that mounts a service-account
+// token, next to which kube-root-ca.crt is served from the token Secret.
+func ProjectsToken(projected *corev1.ProjectedVolumeSource) bool {
 	for _, source := range projected.Sources {
 		if source.ServiceAccountToken != nil {
 			return true
@@ -188,13 +175,13 @@ func projectsToken(projected *corev1.ProjectedVolumeSource) bool {
 	return false
 }
 
-// isRootCA tells the kube-root-ca.crt projection served from the token
+// IsRootCA tells the kube-root-ca.crt projection served from the token
 // Secret instead of being copied like other ConfigMaps.
-func isRootCA(source *corev1.ConfigMapProjection) bool {
+func IsRootCA(source *corev1.ConfigMapProjection) bool {
 	return source != nil && source.Name == rootCAConfigMap
 }
 
-// TokenSecretName is the name of the token Secret of the physical pod
+// SecretName is the name of the token Secret of the physical pod
 // physicalPodName. The suffix keeps it apart from the copies of virtual
 // Secrets, whose names end in a hash.
-func TokenSecretName(physicalPodName string) string { return physicalPodName + "-token" }
+func SecretName(physicalPodName string) string { return physicalPodName + "-token" }

@@ -1,4 +1,4 @@
-package pod
+package podidentity
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ import (
 // that took a Secret struct, its own annotation map and the strings in
 // both, about 0.9 KB per pod; CompactTokenSecret keeps it as a
 // TokenSecretRecord, about a third of that, and the controller reads it
-// back as a Secret with those fields (cachedTokenSecret). The token values
+// back as a Secret with those fields (Secrets.cached). The token values
 // never enter the cache.
 
 // TokenSecretRecord is what the cache keeps of a token Secret. It
@@ -38,9 +38,9 @@ type TokenSecretRecord struct {
 	// The virtual pod the Secret serves (kubeocean.io/virtual-pod-*).
 	VirtualPodNamespace, VirtualPodName string
 	VirtualPodUID                       types.UID
-	// RefreshAt is AnnotationTokenRefreshAt, as written.
+	// RefreshAt is kubeoceanv1alpha1.AnnotationTokenRefreshAt, as written.
 	RefreshAt string
-	// MetadataDigest is AnnotationMetadataDigest, as written: "" for the
+	// MetadataDigest is kubeoceanv1alpha1.AnnotationMetadataDigest, as written: "" for the
 	// Secrets of pods that read no labels or annotations.
 	MetadataDigest string
 	// Keys are the Secret's data keys with nil values, shared with the
@@ -57,11 +57,11 @@ type keptMetadata struct {
 }
 
 // CompactTokenSecret is the informer transform of the token Secret cache:
-// a token Secret (label LabelPodToken) becomes a *TokenSecretRecord;
+// a token Secret (label kubeoceanv1alpha1.LabelPodToken) becomes a *TokenSecretRecord;
 // anything else is kept as it is.
 func CompactTokenSecret(obj any) (any, error) {
 	secret, ok := obj.(*corev1.Secret)
-	if !ok || secret.Labels[LabelPodToken] != "true" {
+	if !ok || secret.Labels[kubeoceanv1alpha1.LabelPodToken] != "true" {
 		return obj, nil
 	}
 	annotations := secret.Annotations
@@ -75,9 +75,9 @@ func CompactTokenSecret(obj any) (any, error) {
 		VirtualPodName:      annotations[kubeoceanv1alpha1.AnnotationVirtualPodName],
 		VirtualPodUID:       types.UID(annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID]),
 		// Tokens issued in the same second are due in the same second.
-		RefreshAt: intern.String(annotations[AnnotationTokenRefreshAt]),
+		RefreshAt: intern.String(annotations[kubeoceanv1alpha1.AnnotationTokenRefreshAt]),
 		// The pods of one workload read the same values.
-		MetadataDigest: intern.String(annotations[AnnotationMetadataDigest]),
+		MetadataDigest: intern.String(annotations[kubeoceanv1alpha1.AnnotationMetadataDigest]),
 		Keys:           intern.SharedKeys(secret.Data),
 		kept:           keep(secret.Finalizers, secret.OwnerReferences),
 	}, nil
@@ -103,11 +103,11 @@ func (r *TokenSecretRecord) Secret() *corev1.Secret {
 	}
 }
 
-// cachedTokenSecret is the token Secret namespace/name as the cache holds
+// cached is the token Secret namespace/name as the cache holds
 // it, or a NotFound error. The Secret shares its labels and keys with the
 // cache: copy it before changing it.
-func (c *Controller) cachedTokenSecret(namespace, name string) (*corev1.Secret, error) {
-	obj, exists, err := c.tokenSecrets.GetByKey(namespace + "/" + name)
+func (s *Secrets) cached(namespace, name string) (*corev1.Secret, error) {
+	obj, exists, err := s.Cache.GetByKey(namespace + "/" + name)
 	switch {
 	case err != nil:
 		return nil, err
@@ -140,8 +140,8 @@ func (r *TokenSecretRecord) GetAnnotations() map[string]string {
 	set(kubeoceanv1alpha1.AnnotationVirtualPodNamespace, r.VirtualPodNamespace)
 	set(kubeoceanv1alpha1.AnnotationVirtualPodName, r.VirtualPodName)
 	set(kubeoceanv1alpha1.AnnotationVirtualPodUID, string(r.VirtualPodUID))
-	set(AnnotationTokenRefreshAt, r.RefreshAt)
-	set(AnnotationMetadataDigest, r.MetadataDigest)
+	set(kubeoceanv1alpha1.AnnotationTokenRefreshAt, r.RefreshAt)
+	set(kubeoceanv1alpha1.AnnotationMetadataDigest, r.MetadataDigest)
 	return annotations
 }
 

@@ -1,4 +1,4 @@
-package pod
+package podidentity
 
 import (
 	"reflect"
@@ -20,12 +20,12 @@ func tokenSecretFor(name, virtualName string, data map[string][]byte) *corev1.Se
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: mountNS, Name: name, UID: "secret-uid", ResourceVersion: "42",
-			Labels: owner.Stamp(map[string]string{strings.Clone(LabelPodToken): strings.Clone("true")}),
+			Labels: owner.Stamp(map[string]string{strings.Clone(kubeoceanv1alpha1.LabelPodToken): strings.Clone("true")}),
 			Annotations: map[string]string{
 				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: "team-a",
 				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
 				kubeoceanv1alpha1.AnnotationVirtualPodUID:       "virtual-uid-" + virtualName,
-				AnnotationTokenRefreshAt:                        "2026-11-28T12:00:00Z",
+				kubeoceanv1alpha1.AnnotationTokenRefreshAt:      "2026-11-28T12:00:00Z",
 				"example.com/backup":                            "nightly",
 			},
 		},
@@ -52,8 +52,10 @@ func TestCompactTokenSecretKeepsWhatTheControllerReads(t *testing.T) {
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Fatalf("read back:\n%+v\nwant\n%+v", got, want)
 	}
-	if keys := virtualKeys(metav1.Object(record)); len(keys) != 1 || keys[0] != (cache.ObjectName{Namespace: "team-a", Name: "web-1"}) {
-		t.Errorf("the record's event wakes %v, want team-a/web-1", keys)
+	// The event handler maps a Secret to its virtual pod by these.
+	if a := metav1.Object(record).GetAnnotations(); a[kubeoceanv1alpha1.AnnotationVirtualPodNamespace] != "team-a" ||
+		a[kubeoceanv1alpha1.AnnotationVirtualPodName] != "web-1" {
+		t.Errorf("the record's annotations %v do not name team-a/web-1", a)
 	}
 
 	// What the token Secrets of one binding have in common is one copy.
@@ -82,15 +84,15 @@ func TestCachedTokenSecret(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := &Controller{tokenSecrets: indexer}
-	got, err := c.cachedTokenSecret(mountNS, "web-0123-token")
+	s := New(Options{Cache: indexer})
+	got, err := s.cached(mountNS, "web-0123-token")
 	if err != nil || got.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != "virtual-uid-web-1" || got.UID != "secret-uid" {
 		t.Errorf("record read as %+v, %v", got, err)
 	}
-	if got, err := c.cachedTokenSecret(mountNS, "web-4567-token"); err != nil || got != plain {
+	if got, err := s.cached(mountNS, "web-4567-token"); err != nil || got != plain {
 		t.Errorf("a cached Secret read as %+v, %v; want it as cached", got, err)
 	}
-	if _, err := c.cachedTokenSecret(mountNS, "missing-token"); !apierrors.IsNotFound(err) {
+	if _, err := s.cached(mountNS, "missing-token"); !apierrors.IsNotFound(err) {
 		t.Errorf("a Secret the cache does not hold: %v, want NotFound", err)
 	}
 }
