@@ -51,6 +51,7 @@ verify-cold:
 
 vet:
 	$(GO) vet ./...
+	$(GO) -C hack/image vet ./...
 
 ## testbin: build (or reuse from the cache) the control-plane binaries for integration tests
 testbin:
@@ -60,6 +61,7 @@ test: verify verify-cold test-unit test-integration test-demo
 
 test-unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
+	$(GO) -C hack/image test -race -count=1 ./...
 
 test-integration: testbin
 	KUBEOCEAN_TESTBIN=$$(hack/testbin.sh) $(GO) test -race -count=1 -timeout 30m -p 1 $(INTEGRATION_PKGS)
@@ -78,16 +80,17 @@ IMAGE_REGISTRY ?= ghcr.io/kubeocean
 IMAGE_TAG ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE_ARCH ?= amd64
 IMAGE_CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
-## images: static linux binaries and their OCI image archives in bin/images/, without Docker
+## images: static linux binaries and their OCI image archives in bin/images/, without Docker;
+## what each image holds is hack/image/images.go's table, which the Dockerfile's targets match
 images:
-	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
-	    -o $(BIN)/linux_$(IMAGE_ARCH)/kubeocean-dns ./cmd/kubeocean-dns || exit 1; \
-	for b in kubeocean-manager kubeocean-syncer; do \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
-	    -o $(BIN)/linux_$(IMAGE_ARCH)/$$b ./cmd/$$b && \
-	  $(GO) run ./hack/image --binary=$(BIN)/linux_$(IMAGE_ARCH)/$$b --tag=$(IMAGE_REGISTRY)/$$b:$(IMAGE_TAG) \
+	@set -e; dir=$(BIN)/linux_$(IMAGE_ARCH); tool=$(BIN)/tools/image; \
+	$(GO) -C hack/image build -o $(abspath $(BIN))/tools/image . ; \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
+	    -o $$dir/ $$($$tool --list=commands | sed 's|^|./cmd/|'); \
+	for img in $$($$tool --list=images); do \
+	  $$tool --image=$$img --bin-dir=$$dir --tag=$(IMAGE_REGISTRY)/$$img:$(IMAGE_TAG) \
 	    --platform=linux/$(IMAGE_ARCH) $(if $(wildcard $(IMAGE_CA_CERTS)),--ca-certs=$(IMAGE_CA_CERTS)) \
-	    $$([ $$b = kubeocean-syncer ] && echo --extra-binary=$(BIN)/linux_$(IMAGE_ARCH)/kubeocean-dns) --output=$(BIN)/images/$$b.tar || exit 1; \
+	    --output=$(BIN)/images/$$img.tar; \
 	done
 
 clean:

@@ -42,6 +42,9 @@ step build go build ./...
 step codegen hack/verify-codegen.sh
 step crds hack/verify-crds.sh
 step charts hack/verify-charts.sh
+# The image builder is its own module (hack/image/go.mod): `make images`
+# builds it, so its dependencies must download too.
+step image go -C hack/image vet ./...
 step testbin hack/testbin.sh
 dir=$(tail -1 "$scratch/testbin.log")
 for bin in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm; do

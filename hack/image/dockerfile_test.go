@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,8 @@ const repoRoot = "../.."
 type dockerInstr struct{ cmd, args string }
 
 type dockerStage struct {
-	from   string // image, without --platform and "AS name"
+	name   string // "AS name", or empty
+	from   string // image or stage, without --platform and "AS name"
 	instrs []dockerInstr
 }
 
@@ -50,9 +52,12 @@ func parseDockerfile(t *testing.T, path string) []dockerStage {
 		logical = ""
 		cmd, args = strings.ToUpper(cmd), strings.Join(strings.Fields(args), " ")
 		if cmd == "FROM" {
-			fields := strings.Fields(args)
-			fields = slices.DeleteFunc(fields, func(s string) bool { return strings.HasPrefix(s, "--") })
-			stages = append(stages, dockerStage{from: fields[0]})
+			fields := slices.DeleteFunc(strings.Fields(args), func(s string) bool { return strings.HasPrefix(s, "--") })
+			st := dockerStage{from: fields[0]}
+			if len(fields) == 3 && strings.EqualFold(fields[1], "AS") {
+				st.name = fields[2]
+			}
+			stages = append(stages, st)
 			continue
 		}
 		if len(stages) == 0 {
@@ -64,6 +69,23 @@ func parseDockerfile(t *testing.T, path string) []dockerStage {
 		t.Fatal(err)
 	}
 	return stages
+}
+
+// resolve returns the stage as Docker runs it: the instructions of the
+// stages it is built FROM first, its own after, and the image at the root.
+func resolve(t *testing.T, stages []dockerStage, s dockerStage) dockerStage {
+	t.Helper()
+	for depth := 0; ; depth++ {
+		i := slices.IndexFunc(stages, func(p dockerStage) bool { return p.name != "" && p.name == s.from })
+		if i < 0 {
+			return s
+		}
+		if depth > len(stages) {
+			t.Fatalf("stage %s: FROM loop", s.name)
+		}
+		p := stages[i]
+		s = dockerStage{name: s.name, from: p.from, instrs: append(slices.Clone(p.instrs), s.instrs...)}
+	}
 }
 
 func (s dockerStage) all(cmd string) []string {
@@ -81,34 +103,56 @@ func (s dockerStage) last(t *testing.T, cmd string) string {
 	t.Helper()
 	all := s.all(cmd)
 	if len(all) == 0 {
-		t.Fatalf("final stage has no %s", cmd)
+		t.Fatalf("target has no %s", cmd)
 	}
 	return all[len(all)-1]
 }
 
-// TestDockerfilesMatchBuilder keeps cmd/*/Dockerfile and this Go builder from
-// drifting apart: same entrypoint, user, workdir and labels in the final
-// stage, and the same static build flags in the build stage.
-func TestDockerfilesMatchBuilder(t *testing.T) {
-	for _, bin := range []string{"kubeocean-manager", "kubeocean-syncer"} {
-		t.Run(bin, func(t *testing.T) {
-			stages := parseDockerfile(t, filepath.Join(repoRoot, "cmd", bin, "Dockerfile"))
-			if len(stages) != 2 {
-				t.Fatalf("%d stages, want build + final", len(stages))
+// TestDockerfileMatchesTable keeps the Dockerfile and images.go, the one
+// definition of what each image holds, from drifting apart: one target per
+// image and no other, each holding the table's binaries where the builder
+// puts them, with the builder's entrypoint, user, workdir and labels; and a
+// build stage that compiles every command statically.
+func TestDockerfileMatchesTable(t *testing.T) {
+	stages := parseDockerfile(t, filepath.Join(repoRoot, "Dockerfile"))
+	byName := map[string]dockerStage{}
+	for _, s := range stages {
+		byName[s.name] = s
+	}
+	build, ok := byName["build"]
+	if !ok {
+		t.Fatal("no stage named build")
+	}
+	checkBuildStage(t, build, commands())
+	var targets []string
+	for _, s := range stages {
+		if s.name != "build" && s.name != "base" {
+			targets = append(targets, s.name)
+		}
+	}
+	if !slices.Equal(targets, imageNames()) {
+		t.Errorf("Dockerfile targets %q, want images.go's %q (and the stages build and base)", targets, imageNames())
+	}
+	for _, spec := range images {
+		t.Run(spec.name, func(t *testing.T) {
+			target, ok := byName[spec.name]
+			if !ok {
+				t.Fatalf("no target %s", spec.name)
 			}
-			tag, err := name.NewTag("ghcr.io/kubeocean/"+bin+":v0", name.StrictValidation)
+			tag, err := name.NewTag("ghcr.io/kubeocean/"+spec.name+":v0", name.StrictValidation)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := imageConfig(&options{name: bin, tag: tag, source: defaultSource, platform: v1.Platform{OS: "linux", Architecture: "amd64"}}).Config
-			checkFinalStage(t, stages[1], want)
-			checkBuildStage(t, stages[0], bin)
+			opts := &options{tag: tag, source: defaultSource, platform: v1.Platform{OS: "linux", Architecture: "amd64"}}
+			spec.fromBinDir(opts, "/out")
+			checkTarget(t, resolve(t, stages, target), opts)
 		})
 	}
 }
 
-func checkFinalStage(t *testing.T, final dockerStage, want v1.Config) {
+func checkTarget(t *testing.T, final dockerStage, opts *options) {
 	t.Helper()
+	want := imageConfig(opts).Config
 	if !strings.HasPrefix(final.from, "gcr.io/distroless/static") || !strings.Contains(final.from, ":nonroot") {
 		t.Errorf("final base %q, want distroless static :nonroot", final.from)
 	}
@@ -125,16 +169,14 @@ func checkFinalStage(t *testing.T, final dockerStage, want v1.Config) {
 	if wd := final.last(t, "WORKDIR"); wd != want.WorkingDir {
 		t.Errorf("WORKDIR %q, want %q", wd, want.WorkingDir)
 	}
-	// The entrypoint first; companions (kubeocean-dns) under /usr/local/bin,
-	// where the builder's --extra-binary puts them.
-	copies := final.all("COPY")
-	if len(copies) == 0 || !strings.HasPrefix(copies[0], "--from=build ") || !strings.HasSuffix(copies[0], " "+want.Entrypoint[0]) {
-		t.Errorf("COPY %q, want --from=build ... %s first", copies, want.Entrypoint[0])
+	// Exactly the builder's files: the entrypoint, then the companions under
+	// /usr/local/bin, where --extra-binary puts them.
+	wantCopies := []string{"--from=build " + opts.binary + " " + want.Entrypoint[0]}
+	for _, extra := range opts.extras {
+		wantCopies = append(wantCopies, "--from=build "+extra+" /usr/local/bin/"+filepath.Base(extra))
 	}
-	for _, extra := range copies[min(1, len(copies)):] {
-		if !strings.HasPrefix(extra, "--from=build ") || !strings.Contains(extra, " /usr/local/bin/") {
-			t.Errorf("COPY %q, want --from=build ... /usr/local/bin/<name>", extra)
-		}
+	if copies := final.all("COPY"); !slices.Equal(copies, wantCopies) {
+		t.Errorf("COPY %q, want %q", copies, wantCopies)
 	}
 	labels := strings.Join(final.all("LABEL"), " ")
 	for k, v := range want.Labels {
@@ -147,7 +189,7 @@ func checkFinalStage(t *testing.T, final dockerStage, want v1.Config) {
 	}
 }
 
-func checkBuildStage(t *testing.T, build dockerStage, bin string) {
+func checkBuildStage(t *testing.T, build dockerStage, cmds []string) {
 	t.Helper()
 	goVersion := goDirective(t)
 	m := regexp.MustCompile(`^golang:(\d+\.\d+)\.\d+(-[a-z]+)?(@sha256:[0-9a-f]{64})?$`).FindStringSubmatch(build.from)
@@ -155,15 +197,20 @@ func checkBuildStage(t *testing.T, build dockerStage, bin string) {
 		t.Errorf("build base %q, want golang:%s.<patch> (pinned, matching go.mod)", build.from, goVersion)
 	}
 	run := strings.Join(build.all("RUN"), " ")
-	for _, s := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w"`, "-o /out/" + bin, "./cmd/" + bin} {
+	for _, s := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w"`, "-o /out/ "} {
 		if !strings.Contains(run, s) {
 			t.Errorf("build stage RUN lacks %q", s)
 		}
 	}
 	copied := strings.Join(build.all("COPY"), "\n")
-	for _, dir := range localPackageDirs(t, bin) {
-		if !strings.Contains(copied, dir+"/ "+dir+"/") {
-			t.Errorf("build stage does not COPY %s/, which ./cmd/%s imports", dir, bin)
+	for _, cmd := range cmds {
+		if !regexp.MustCompile(`\./cmd/` + regexp.QuoteMeta(cmd) + `(\s|$)`).MatchString(run) {
+			t.Errorf("build stage RUN does not build ./cmd/%s", cmd)
+		}
+		for _, dir := range localPackageDirs(t, cmd) {
+			if !strings.Contains(copied, dir+"/ "+dir+"/") {
+				t.Errorf("build stage does not COPY %s/, which ./cmd/%s imports", dir, cmd)
+			}
 		}
 	}
 }
@@ -190,7 +237,7 @@ func localPackageDirs(t *testing.T, bin string) []string {
 	cmd.Dir = repoRoot
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("go list: %v\n%s", err, stderrOf(err))
 	}
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
@@ -211,4 +258,12 @@ func localPackageDirs(t *testing.T, bin string) []string {
 		t.Fatal("go list found no packages of this module")
 	}
 	return dirs
+}
+
+func stderrOf(err error) []byte {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.Stderr
+	}
+	return nil
 }

@@ -1,16 +1,24 @@
 // Command image writes an OCI image archive (an OCI image layout, tarred) for
 // one of kubeocean's static binaries without needing Docker or any daemon:
 //
-//	go run ./hack/image --binary=bin/linux_amd64/kubeocean-manager \
+//	go run . --image=kubeocean-manager --bin-dir=../../bin/linux_amd64 \
 //	  --tag=ghcr.io/kubeocean/kubeocean-manager:v0.1.0 \
-//	  --output=bin/images/kubeocean-manager.tar --platform=linux/amd64
+//	  --output=../../bin/images/kubeocean-manager.tar --platform=linux/amd64
+//
+// --image takes what the image holds from the table in images.go, the one
+// definition of Kubeocean's images; --binary (and --extra-binary) package
+// any static binary instead. --list=images or --list=commands prints the
+// table's image names or the ./cmd/ commands they hold, one a line, for the
+// Makefile. It is its own module (go.mod here), so go-containerregistry
+// stays out of the library's go.mod.
 //
 // The result loads with `podman load -i` or `skopeo copy oci-archive:...`
 // (and containerd's `ctr images import`), and is byte-for-byte reproducible:
 // timestamps come from SOURCE_DATE_EPOCH (epoch 0 when unset).
 //
-// The image mirrors the final stage of cmd/<name>/Dockerfile (distroless
-// static, nonroot): dockerfile_test.go keeps the two in step.
+// The image mirrors the target of the same name in the repository's
+// Dockerfile (distroless static, nonroot): dockerfile_test.go keeps the two
+// in step.
 package main
 
 import (
@@ -48,6 +56,8 @@ type options struct {
 	// companions that the main binary's Deployments run by name
 	// (kubeocean-dns in the syncer's image).
 	extras []string
+	// list, when set, is printed instead of building an image (--list).
+	list []string
 }
 
 func main() {
@@ -62,6 +72,12 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if opts.list != nil {
+		for _, l := range opts.list {
+			fmt.Fprintln(stdout, l)
+		}
+		return nil
+	}
 	res, err := build(opts)
 	if err != nil {
 		return err
@@ -73,7 +89,10 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 
 func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
-	binary := fs.String("binary", "", "static Linux binary to package (required)")
+	image := fs.String("image", "", "one of Kubeocean's images (images.go): packages <bin-dir>/<image> and its companions")
+	binDir := fs.String("bin-dir", "", "with --image: the directory the static Linux binaries were built into")
+	list := fs.String("list", "", `"images" or "commands": print the images.go table's image names or the ./cmd/ commands they hold, and exit`)
+	binary := fs.String("binary", "", "static Linux binary to package (--binary or --image is required)")
 	imgName := fs.String("name", "", "file name of the binary in the image, /<name> (default: base name of --binary)")
 	tag := fs.String("tag", "", "full image reference, registry/repository:tag (required)")
 	output := fs.String("output", "", "path of the OCI archive to write (default: bin/images/<name>.tar)")
@@ -91,10 +110,16 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	if fs.NArg() != 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if *binary == "" || *tag == "" {
-		return nil, errors.New("--binary and --tag are required")
+	if *list != "" {
+		return listOptions(*list)
 	}
 	opts := &options{binary: *binary, name: *imgName, output: *output, source: *source, caCerts: *caCerts, extras: extras}
+	if err := opts.fromImage(*image, *binDir); err != nil {
+		return nil, err
+	}
+	if opts.binary == "" || *tag == "" {
+		return nil, errors.New("--binary or --image, and --tag are required")
+	}
 	if opts.name == "" {
 		opts.name = filepath.Base(opts.binary)
 	}
@@ -117,6 +142,36 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 		return nil, err
 	}
 	return opts, nil
+}
+
+func listOptions(what string) (*options, error) {
+	switch what {
+	case "images":
+		return &options{list: imageNames()}, nil
+	case "commands":
+		return &options{list: commands()}, nil
+	}
+	return nil, fmt.Errorf("--list %q: want images or commands", what)
+}
+
+// fromImage fills in the binaries, and the name, of the image named on the
+// command line; --image stands for --binary, --name and --extra-binary.
+func (o *options) fromImage(image, binDir string) error {
+	if image == "" {
+		if binDir != "" {
+			return errors.New("--bin-dir needs --image")
+		}
+		return nil
+	}
+	if o.binary != "" || o.name != "" || len(o.extras) > 0 || binDir == "" {
+		return errors.New("--image takes --bin-dir, and no --binary, --name or --extra-binary")
+	}
+	spec, err := lookupImage(image)
+	if err != nil {
+		return err
+	}
+	spec.fromBinDir(o, binDir)
+	return nil
 }
 
 func checkName(n string) error {

@@ -91,6 +91,11 @@ func TestParseOptionsErrors(t *testing.T) {
 		"windows":         {[]string{"--binary=b", "--tag=" + testTag, "--platform=windows/amd64"}, "", "want linux"},
 		"name with slash": {[]string{"--binary=b", "--tag=" + testTag, "--name=a/b"}, "", "plain file name"},
 		"bad epoch":       {[]string{"--binary=b", "--tag=" + testTag}, "yesterday", "SOURCE_DATE_EPOCH"},
+		"unknown image":   {[]string{"--image=kubeocean-cli", "--bin-dir=d", "--tag=" + testTag}, "", "want one of"},
+		"image, binary":   {[]string{"--image=kubeocean-syncer", "--bin-dir=d", "--binary=b", "--tag=" + testTag}, "", "no --binary"},
+		"image, no dir":   {[]string{"--image=kubeocean-syncer", "--tag=" + testTag}, "", "takes --bin-dir"},
+		"dir, no image":   {[]string{"--bin-dir=d", "--binary=b", "--tag=" + testTag}, "", "needs --image"},
+		"bad list":        {[]string{"--list=tags"}, "", "want images or commands"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
