@@ -12,14 +12,11 @@ import (
 	"github.com/kubeocean/kubeocean/internal/leanwrite"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/configmap"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/copier"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/provision"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pv"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pvc"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/secret"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 )
@@ -115,34 +112,13 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	configMaps, err := configmap.New(configmap.Options{
+	copied, err := copier.New(copier.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: e.physicalPods(),
 		VirtualConfigMaps: marked.ConfigMaps(), PhysicalConfigMaps: copies.ConfigMaps(),
-		VirtualPods: virtualPods, VirtualNodes: virtualNodes, Metrics: p.Metrics,
-	})
-	if err != nil {
-		return nil, err
-	}
-	secrets, err := secret.New(secret.Options{
-		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: e.physicalPods(),
 		VirtualSecrets: marked.Secrets(), PhysicalSecrets: physicalSecrets,
-		VirtualPods: virtualPods, VirtualNodes: virtualNodes, VirtualPVs: marked.PersistentVolumes(), Metrics: p.Metrics,
-	})
-	if err != nil {
-		return nil, err
-	}
-	claims, err := pvc.New(pvc.Options{
-		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, Syncer: deps, PhysicalPods: e.physicalPods(),
 		VirtualPVCs: marked.PersistentVolumeClaims(), PhysicalPVCs: copies.PersistentVolumeClaims(),
+		VirtualPVs: marked.PersistentVolumes(), PhysicalPVs: physicalPVs,
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes, Metrics: p.Metrics,
-	})
-	if err != nil {
-		return nil, err
-	}
-	volumes, err := pv.New(pv.Options{
-		ClusterID: clusterID, Syncer: deps,
-		VirtualPVs: marked.PersistentVolumes(), PhysicalPVs: physicalPVs, VirtualPVCs: marked.PersistentVolumeClaims(),
-		Metrics: p.Metrics,
 	})
 	if err != nil {
 		return nil, err
@@ -164,10 +140,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	// when it answers again, whatever backoff the outage grew.
 	retryFailing := func() {
 		pods.RetryFailing()
-		configMaps.RetryFailing()
-		secrets.RetryFailing()
-		claims.RetryFailing()
-		volumes.RetryFailing()
+		copied.RetryFailing()
 		provisioner.RetryFailing()
 	}
 	e.onPhysicalAnswers = append(e.onPhysicalAnswers, retryFailing)
@@ -201,19 +174,19 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 				return []cache.ObjectName{{Namespace: namespace, Name: name}}
 			}),
 		}},
-		copiesTarget(configmap.Name, configMaps.Enqueue, marked.ConfigMaps().Informer(), copies.ConfigMaps().Informer(), dependents.CopyKeys[*corev1.ConfigMap](true)),
-		copiesTarget(secret.Name, secrets.Enqueue, marked.Secrets().Informer(), physicalSecrets.Informer(), dependents.CopyKeys[*corev1.Secret](true)),
-		copiesTarget(pvc.Name, claims.Enqueue, marked.PersistentVolumeClaims().Informer(), copies.PersistentVolumeClaims().Informer(), dependents.CopyKeys[*corev1.PersistentVolumeClaim](true)),
-		copiesTarget(pv.Name, volumes.Enqueue, marked.PersistentVolumes().Informer(), physicalPVs.Informer(), dependents.CopyKeys[*corev1.PersistentVolume](false)),
+		copiesTarget(copier.ConfigMapsName, copied.ConfigMaps.Enqueue, marked.ConfigMaps().Informer(), copies.ConfigMaps().Informer(), dependents.CopyKeys[*corev1.ConfigMap](true)),
+		copiesTarget(copier.SecretsName, copied.Secrets.Enqueue, marked.Secrets().Informer(), physicalSecrets.Informer(), dependents.CopyKeys[*corev1.Secret](true)),
+		copiesTarget(copier.PVCsName, copied.PVCs.Enqueue, marked.PersistentVolumeClaims().Informer(), copies.PersistentVolumeClaims().Informer(), dependents.CopyKeys[*corev1.PersistentVolumeClaim](true)),
+		copiesTarget(copier.PVsName, copied.PVs.Enqueue, marked.PersistentVolumes().Informer(), physicalPVs.Informer(), dependents.CopyKeys[*corev1.PersistentVolume](false)),
 	)
 
 	workers := e.opts.Workers
 	return append(networkRunnables,
 		app.ControllerRunnable(pods.Controller, e.opts.PodWorkers),
-		app.ControllerRunnable(configMaps.Controller, workers),
-		app.ControllerRunnable(secrets.Controller, workers),
-		app.ControllerRunnable(claims.Controller, workers),
-		app.ControllerRunnable(volumes.Controller, workers),
+		app.ControllerRunnable(copied.ConfigMaps.Controller, workers),
+		app.ControllerRunnable(copied.Secrets.Controller, workers),
+		app.ControllerRunnable(copied.PVCs.Controller, workers),
+		app.ControllerRunnable(copied.PVs.Controller, workers),
 		app.ControllerRunnable(provisioner.Controller, workers),
 		app.Runnable{Name: "virtual-prober", Run: virtualHealth.Run},
 		resync,

@@ -23,12 +23,9 @@ import (
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	"github.com/kubeocean/kubeocean/internal/events"
 	"github.com/kubeocean/kubeocean/internal/naming"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/configmap"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/copier"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pv"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pvc"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/secret"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 )
 
@@ -258,18 +255,10 @@ func (e *dependentsEnv) runControllers() *dependents.Syncer {
 		Recorder:   recorder,
 	})
 	e.must(nil, err)
-	cms, err := configmap.New(configmap.Options{ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, Syncer: s, PhysicalPods: pm.Pods(),
-		VirtualConfigMaps: vm.ConfigMaps(), PhysicalConfigMaps: pm.ConfigMaps(), VirtualPods: pods, VirtualNodes: nodes, GracePeriod: dependentsGrace})
-	e.must(nil, err)
-	secrets, err := secret.New(secret.Options{ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, Syncer: s, PhysicalPods: pm.Pods(),
-		VirtualSecrets: vm.Secrets(), PhysicalSecrets: pm.Secrets(), VirtualPods: pods, VirtualNodes: nodes,
-		VirtualPVs: vm.PersistentVolumes(), GracePeriod: dependentsGrace})
-	e.must(nil, err)
-	claims, err := pvc.New(pvc.Options{ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, Syncer: s, PhysicalPods: pm.Pods(),
-		VirtualPVCs: vm.PersistentVolumeClaims(), PhysicalPVCs: pm.PersistentVolumeClaims(), VirtualPods: pods, VirtualNodes: nodes, GracePeriod: dependentsGrace})
-	e.must(nil, err)
-	volumes, err := pv.New(pv.Options{ClusterID: e.clusterID, Syncer: s,
-		VirtualPVs: vm.PersistentVolumes(), PhysicalPVs: pvs, VirtualPVCs: vm.PersistentVolumeClaims(), GracePeriod: dependentsGrace})
+	copied, err := copier.New(copier.Options{ClusterID: e.clusterID, BindingUID: owner.BindingUID, MountNamespace: e.mountNS, Syncer: s, PhysicalPods: pm.Pods(),
+		VirtualConfigMaps: vm.ConfigMaps(), PhysicalConfigMaps: pm.ConfigMaps(), VirtualSecrets: vm.Secrets(), PhysicalSecrets: pm.Secrets(),
+		VirtualPVCs: vm.PersistentVolumeClaims(), PhysicalPVCs: pm.PersistentVolumeClaims(), VirtualPVs: vm.PersistentVolumes(), PhysicalPVs: pvs,
+		VirtualPods: pods, VirtualNodes: nodes, GracePeriod: dependentsGrace})
 	e.must(nil, err)
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -277,7 +266,7 @@ func (e *dependentsEnv) runControllers() *dependents.Syncer {
 	physical.Start(runCtx)
 	e.must(nil, virtual.WaitForCacheSync(ctx))
 	e.must(nil, physical.WaitForCacheSync(ctx))
-	runs := []func(context.Context, int) error{cms.Run, secrets.Run, claims.Run, volumes.Run}
+	runs := []func(context.Context, int) error{copied.ConfigMaps.Run, copied.Secrets.Run, copied.PVCs.Run, copied.PVs.Run}
 	done := make(chan struct{}, len(runs))
 	for _, run := range runs {
 		go func() {

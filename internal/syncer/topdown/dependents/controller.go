@@ -33,7 +33,7 @@ type ControllerOptions[T metav1.Object] struct {
 	Seen func(physical any)
 }
 
-// Controller is what the per-kind controllers (configmap, secret, pvc, pv)
+// Controller is what the per-kind controllers (package copier)
 // share: the queue of virtual object keys, a reconcile that hands the
 // cached virtual object to the Lifecycle, and the handlers of the virtual
 // objects and of their copies. A kind adds the handlers of what else tells

@@ -2,7 +2,7 @@
 // ConfigMaps, Secrets, PersistentVolumeClaims and their PersistentVolumes —
 // into the physical cluster, keeps the copies in step and removes them.
 // The virtual pod controller calls Ensure* before it creates a physical
-// pod; the per-kind controllers (configmap, secret, pvc, pv) call it again
+// pod; the per-kind controllers (package copier) call it again
 // on every change and call Release* when an object is deleted or no pod of
 // the binding uses it any more.
 //

@@ -1,10 +1,9 @@
-package pv
+package copier
 
 import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,28 +14,18 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
 )
 
-const grace = time.Minute
-
 var (
-	key        = cache.ObjectName{Name: "pv-data"}
+	volumeKey  = cache.ObjectName{Name: "pv-data"}
 	volumeCopy = dependents.PhysicalPVName("pv-data")
 )
 
-// newFixture copies the claim data and its volume pv-data and builds the
+// newPVFixture copies the claim data and its volume pv-data and builds the
 // controller.
-func newFixture(t *testing.T) (*dependentstest.Env, *Controller) {
+func newPVFixture(t *testing.T) (*dependentstest.Env, *dependents.Controller[*corev1.PersistentVolume]) {
 	t.Helper()
 	claim, pv := dependentstest.BoundClaim("data", "pv-data", nil)
 	e := dependentstest.New(t, []runtime.Object{claim, pv}, nil)
-	v, p := e.VirtualInformers.Core().V1(), e.PhysicalInformers.Core().V1()
-	c, err := New(Options{
-		ClusterID: dependentstest.ClusterID, Syncer: e.Syncer,
-		VirtualPVs: v.PersistentVolumes(), PhysicalPVs: p.PersistentVolumes(), VirtualPVCs: v.PersistentVolumeClaims(),
-		GracePeriod: grace, Clock: e.Clock,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newControllers(t, e).PVs
 	if _, err := e.Syncer.EnsurePVC(e.Context(), dependentstest.Namespace, "data"); err != nil {
 		t.Fatal(err)
 	}
@@ -45,23 +34,14 @@ func newFixture(t *testing.T) (*dependentstest.Env, *Controller) {
 	return e, c
 }
 
-func reconcile(t *testing.T, e *dependentstest.Env, c *Controller) time.Duration {
-	t.Helper()
-	result, err := c.Reconcile(e.Context(), key)
-	if err != nil {
-		t.Fatalf("reconcile: %v", err)
-	}
-	return result.RequeueAfter
-}
-
-func TestKeptWhileClaimIsCopied(t *testing.T) {
-	e, c := newFixture(t)
-	reconcile(t, e, c)
+func TestPVKeptWhileClaimIsCopied(t *testing.T) {
+	e, c := newPVFixture(t)
+	reconcile(t, e, c, volumeKey)
 	e.ExpectWrites()
 }
 
-func TestReleasedAfterItsClaim(t *testing.T) {
-	e, c := newFixture(t)
+func TestPVReleasedAfterItsClaim(t *testing.T) {
+	e, c := newPVFixture(t)
 	if err := e.Syncer.ReleasePVC(e.Context(), dependentstest.Namespace, "data"); err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +51,14 @@ func TestReleasedAfterItsClaim(t *testing.T) {
 	// The claim's release (it leaves the cache of marked claims) maps to
 	// its volume.
 	claim, _ := dependentstest.BoundClaim("data", "pv-data", nil)
-	if keys := volumeKeys(claim); !slices.Equal(keys, []cache.ObjectName{key}) {
-		t.Errorf("claim event keys %v, want %v", keys, key)
+	if keys := volumeKeys(claim); !slices.Equal(keys, []cache.ObjectName{volumeKey}) {
+		t.Errorf("claim event keys %v, want %v", keys, volumeKey)
 	}
-	if wait := reconcile(t, e, c); wait != grace {
+	if wait := reconcile(t, e, c, volumeKey); wait != grace {
 		t.Errorf("requeue after %v, want %v", wait, grace)
 	}
 	e.Clock.Step(grace)
-	reconcile(t, e, c)
+	reconcile(t, e, c, volumeKey)
 	e.ExpectWrites("physical delete persistentvolumes "+volumeCopy, "virtual update persistentvolumes pv-data")
 	pv, err := e.Virtual.CoreV1().PersistentVolumes().Get(context.Background(), "pv-data", metav1.GetOptions{})
 	if err != nil {
@@ -88,18 +68,18 @@ func TestReleasedAfterItsClaim(t *testing.T) {
 		t.Errorf("virtual PV keeps marks: labels %v, annotations %v, finalizers %v", pv.Labels, pv.Annotations, pv.Finalizers)
 	}
 	e.SyncCaches()
-	reconcile(t, e, c)
+	reconcile(t, e, c, volumeKey)
 	e.ExpectWrites()
 }
 
-func TestRestoresDeletedCopy(t *testing.T) {
-	e, c := newFixture(t)
+func TestPVRestoresDeletedCopy(t *testing.T) {
+	e, c := newPVFixture(t)
 	if err := e.Physical.CoreV1().PersistentVolumes().Delete(context.Background(), volumeCopy, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.SyncCaches()
 	e.Writes()
-	reconcile(t, e, c)
+	reconcile(t, e, c, volumeKey)
 	e.ExpectWrites("physical create persistentvolumes " + volumeCopy)
 	copied, err := e.Physical.CoreV1().PersistentVolumes().Get(context.Background(), volumeCopy, metav1.GetOptions{})
 	if err != nil {
@@ -110,8 +90,8 @@ func TestRestoresDeletedCopy(t *testing.T) {
 	}
 }
 
-func TestDeletedVolumeLosesCopyThenFinalizer(t *testing.T) {
-	e, c := newFixture(t)
+func TestPVDeletedVolumeLosesCopyThenFinalizer(t *testing.T) {
+	e, c := newPVFixture(t)
 	pv, err := e.Virtual.CoreV1().PersistentVolumes().Get(context.Background(), "pv-data", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +103,6 @@ func TestDeletedVolumeLosesCopyThenFinalizer(t *testing.T) {
 	}
 	e.SyncCaches()
 	e.Writes()
-	reconcile(t, e, c)
+	reconcile(t, e, c, volumeKey)
 	e.ExpectWrites("physical delete persistentvolumes "+volumeCopy, "virtual update persistentvolumes pv-data")
 }

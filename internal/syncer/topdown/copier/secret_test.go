@@ -1,9 +1,8 @@
-package secret
+package copier
 
 import (
 	"context"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,32 +13,15 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
 )
 
-const grace = time.Minute
-
 var csiSecret = types.NamespacedName{Namespace: "storage", Name: "disk-creds"}
-
-// newController builds the controller over e.
-func newController(t *testing.T, e *dependentstest.Env) *Controller {
-	t.Helper()
-	v, p := e.VirtualInformers.Core().V1(), e.PhysicalInformers.Core().V1()
-	c, err := New(Options{
-		ClusterID: dependentstest.ClusterID, MountNamespace: dependentstest.MountNamespace, Syncer: e.Syncer,
-		VirtualSecrets: v.Secrets(), PhysicalSecrets: p.Secrets(),
-		VirtualPods: v.Pods(), VirtualNodes: v.Nodes(), VirtualPVs: v.PersistentVolumes(),
-		GracePeriod: grace, Clock: e.Clock,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // volumeEnv has the claim data copied, with its PV and the PV's CSI
 // Secret; the pod web mounts the claim and pulls with the Secret registry.
-func volumeEnv(t *testing.T) (*dependentstest.Env, *Controller) {
+func volumeEnv(t *testing.T) (*dependentstest.Env, *dependents.Controller[*corev1.Secret]) {
 	t.Helper()
 	claim, pv := dependentstest.BoundClaim("data", "pv-data", &csiSecret)
 	e := dependentstest.New(t, []runtime.Object{
@@ -47,7 +29,7 @@ func volumeEnv(t *testing.T) (*dependentstest.Env, *Controller) {
 		dependentstest.Secret(csiSecret.Namespace, csiSecret.Name, map[string]string{"key": "k"}),
 		dependentstest.Secret(dependentstest.Namespace, "registry", map[string]string{"auth": "a"}),
 	}, nil)
-	c := newController(t, e)
+	c := newControllers(t, e).Secrets
 	if _, err := e.Syncer.EnsurePVC(e.Context(), dependentstest.Namespace, "data"); err != nil {
 		t.Fatal(err)
 	}
@@ -62,16 +44,7 @@ func volumeEnv(t *testing.T) (*dependentstest.Env, *Controller) {
 	return e, c
 }
 
-func reconcile(t *testing.T, e *dependentstest.Env, c *Controller, key cache.ObjectName) time.Duration {
-	t.Helper()
-	result, err := c.Reconcile(e.Context(), key)
-	if err != nil {
-		t.Fatalf("reconcile %v: %v", key, err)
-	}
-	return result.RequeueAfter
-}
-
-func TestCSISecretKeptWhileItsPVIsCopied(t *testing.T) {
+func TestSecretCSISecretKeptWhileItsPVIsCopied(t *testing.T) {
 	e, c := volumeEnv(t)
 	key := cache.ObjectName(csiSecret)
 
@@ -117,7 +90,7 @@ func TestCSISecretKeptWhileItsPVIsCopied(t *testing.T) {
 	}
 }
 
-func TestImagePullSecretKeptAndCollected(t *testing.T) {
+func TestSecretImagePullSecretKeptAndCollected(t *testing.T) {
 	e, c := volumeEnv(t)
 	key := cache.ObjectName{Namespace: dependentstest.Namespace, Name: "registry"}
 	reconcile(t, e, c, key)
@@ -134,7 +107,7 @@ func TestImagePullSecretKeptAndCollected(t *testing.T) {
 	e.ExpectWrites()
 }
 
-func TestDeletedSecretLosesBothCopies(t *testing.T) {
+func TestSecretDeletedSecretLosesBothCopies(t *testing.T) {
 	e, c := volumeEnv(t)
 	// The CSI Secret is also pulled with by a pod: it has both copies.
 	if _, err := e.Syncer.EnsureSecret(e.Context(), csiSecret.Namespace, csiSecret.Name); err != nil {

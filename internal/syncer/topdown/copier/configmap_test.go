@@ -1,11 +1,10 @@
-package configmap
+package copier
 
 import (
 	"context"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,50 +19,38 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
-const (
-	ns    = dependentstest.Namespace
-	grace = time.Minute
-)
+const ns = dependentstest.Namespace
 
 var (
-	key          = cache.ObjectName{Namespace: ns, Name: "conf"}
-	physicalName = naming.PhysicalName(ns, "conf")
+	configMapKey  = cache.ObjectName{Namespace: ns, Name: "conf"}
+	configMapCopy = naming.PhysicalName(ns, "conf")
 )
 
-// fixture is the controller over a dependentstest.Env in which the pod
+// configMapFixture is the controller over a dependentstest.Env in which the pod
 // controller has copied the ConfigMap conf for the pod web.
-type fixture struct {
+type configMapFixture struct {
 	t   *testing.T
 	e   *dependentstest.Env
-	c   *Controller
+	c   *dependents.Controller[*corev1.ConfigMap]
 	pod *corev1.Pod
 }
 
-func newFixture(t *testing.T) *fixture {
+func newConfigMapFixture(t *testing.T) *configMapFixture {
 	t.Helper()
 	pod := dependentstest.Pod("web", []string{"conf"}, nil, nil)
 	e := dependentstest.New(t, []runtime.Object{dependentstest.ConfigMap("conf", map[string]string{"k": "v"}), pod}, nil)
-	v, p := e.VirtualInformers.Core().V1(), e.PhysicalInformers.Core().V1()
-	c, err := New(Options{
-		ClusterID: dependentstest.ClusterID, MountNamespace: dependentstest.MountNamespace, Syncer: e.Syncer,
-		VirtualConfigMaps: v.ConfigMaps(), PhysicalConfigMaps: p.ConfigMaps(),
-		VirtualPods: v.Pods(), VirtualNodes: v.Nodes(),
-		GracePeriod: grace, Clock: e.Clock,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newControllers(t, e).ConfigMaps
 	if _, err := e.Syncer.EnsureConfigMap(e.Context(), ns, "conf"); err != nil {
 		t.Fatal(err)
 	}
 	e.SyncCaches()
 	e.Writes()
-	return &fixture{t: t, e: e, c: c, pod: pod}
+	return &configMapFixture{t: t, e: e, c: c, pod: pod}
 }
 
-func (f *fixture) reconcile() controller.Result {
+func (f *configMapFixture) reconcile() controller.Result {
 	f.t.Helper()
-	result, err := f.c.Reconcile(f.e.Context(), key)
+	result, err := f.c.Reconcile(f.e.Context(), configMapKey)
 	if err != nil {
 		f.t.Fatalf("reconcile: %v", err)
 	}
@@ -72,14 +59,14 @@ func (f *fixture) reconcile() controller.Result {
 
 // expectNoSecondWrite syncs the caches and checks one more pass writes
 // nothing.
-func (f *fixture) expectNoSecondWrite() {
+func (f *configMapFixture) expectNoSecondWrite() {
 	f.t.Helper()
 	f.e.SyncCaches()
 	f.reconcile()
 	f.e.ExpectWrites()
 }
 
-func (f *fixture) virtual() *corev1.ConfigMap {
+func (f *configMapFixture) virtual() *corev1.ConfigMap {
 	f.t.Helper()
 	cm, err := f.e.Virtual.CoreV1().ConfigMaps(ns).Get(context.Background(), "conf", metav1.GetOptions{})
 	if err != nil {
@@ -88,7 +75,7 @@ func (f *fixture) virtual() *corev1.ConfigMap {
 	return cm
 }
 
-func (f *fixture) updateVirtual(change func(*corev1.ConfigMap)) {
+func (f *configMapFixture) updateVirtual(change func(*corev1.ConfigMap)) {
 	f.t.Helper()
 	cm := f.virtual()
 	change(cm)
@@ -99,42 +86,42 @@ func (f *fixture) updateVirtual(change func(*corev1.ConfigMap)) {
 	f.e.Writes()
 }
 
-func TestInSyncMakesNoWrite(t *testing.T) {
-	f := newFixture(t)
+func TestConfigMapInSyncMakesNoWrite(t *testing.T) {
+	f := newConfigMapFixture(t)
 	f.reconcile()
 	f.e.ExpectWrites()
 }
 
-func TestPropagatesContentChange(t *testing.T) {
-	f := newFixture(t)
+func TestConfigMapPropagatesContentChange(t *testing.T) {
+	f := newConfigMapFixture(t)
 	f.updateVirtual(func(cm *corev1.ConfigMap) { cm.Data["k"] = "v2" })
 
 	f.reconcile()
-	f.e.ExpectWrites("physical update configmaps mount/" + physicalName)
-	copied, err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Get(context.Background(), physicalName, metav1.GetOptions{})
+	f.e.ExpectWrites("physical update configmaps mount/" + configMapCopy)
+	copied, err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Get(context.Background(), configMapCopy, metav1.GetOptions{})
 	if err != nil || copied.Data["k"] != "v2" {
 		t.Fatalf("copy %v, %v; want k=v2", copied, err)
 	}
 	f.expectNoSecondWrite()
 }
 
-func TestDeletionDeletesCopyThenDropsFinalizer(t *testing.T) {
-	f := newFixture(t)
+func TestConfigMapDeletionDeletesCopyThenDropsFinalizer(t *testing.T) {
+	f := newConfigMapFixture(t)
 	f.updateVirtual(func(cm *corev1.ConfigMap) {
 		cm.DeletionTimestamp = ptr.To(metav1.Now())
 		cm.Finalizers = append(cm.Finalizers, "someone.else/keep")
 	})
 
 	f.reconcile()
-	f.e.ExpectWrites("physical delete configmaps mount/"+physicalName, "virtual update configmaps app/conf")
+	f.e.ExpectWrites("physical delete configmaps mount/"+configMapCopy, "virtual update configmaps app/conf")
 	if got := f.virtual().Finalizers; !slices.Equal(got, []string{"someone.else/keep"}) {
 		t.Errorf("finalizers %v, want only the other one", got)
 	}
 	f.expectNoSecondWrite()
 }
 
-func TestCollectsCopyWhenLastPodGoes(t *testing.T) {
-	f := newFixture(t)
+func TestConfigMapCollectsCopyWhenLastPodGoes(t *testing.T) {
+	f := newConfigMapFixture(t)
 	f.e.DeletePod(f.pod)
 
 	// Within the grace period nothing happens.
@@ -145,7 +132,7 @@ func TestCollectsCopyWhenLastPodGoes(t *testing.T) {
 
 	f.e.Clock.Step(grace)
 	f.reconcile()
-	f.e.ExpectWrites("physical delete configmaps mount/"+physicalName, "virtual update configmaps app/conf")
+	f.e.ExpectWrites("physical delete configmaps mount/"+configMapCopy, "virtual update configmaps app/conf")
 	got := f.virtual()
 	if _, ok := got.Labels[kubeoceanv1alpha1.SyncedByLabel(dependentstest.ClusterID)]; ok || len(got.Finalizers) != 0 || len(got.Annotations) != 0 {
 		t.Errorf("virtual ConfigMap keeps marks: labels %v, annotations %v, finalizers %v", got.Labels, got.Annotations, got.Finalizers)
@@ -154,20 +141,20 @@ func TestCollectsCopyWhenLastPodGoes(t *testing.T) {
 	f.expectNoSecondWrite()
 }
 
-func TestFinishedPodWithoutTwinReleasesCopy(t *testing.T) {
-	f := newFixture(t)
+func TestConfigMapFinishedPodWithoutTwinReleasesCopy(t *testing.T) {
+	f := newConfigMapFixture(t)
 	finished := f.pod.DeepCopy()
 	finished.Status.Phase = corev1.PodSucceeded
 	f.e.AddPod(finished)
 	f.reconcile()
 	f.e.Clock.Step(grace)
 	f.reconcile()
-	f.e.ExpectWrites("physical delete configmaps mount/"+physicalName, "virtual update configmaps app/conf")
+	f.e.ExpectWrites("physical delete configmaps mount/"+configMapCopy, "virtual update configmaps app/conf")
 }
 
-func TestRestoresDeletedCopy(t *testing.T) {
-	f := newFixture(t)
-	if err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Delete(context.Background(), physicalName, metav1.DeleteOptions{}); err != nil {
+func TestConfigMapRestoresDeletedCopy(t *testing.T) {
+	f := newConfigMapFixture(t)
+	if err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Delete(context.Background(), configMapCopy, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.e.SyncCaches()
@@ -177,20 +164,20 @@ func TestRestoresDeletedCopy(t *testing.T) {
 	var keys []cache.ObjectName
 	handler := controller.Handler[*corev1.ConfigMap, cache.ObjectName]{Enqueue: func(k cache.ObjectName) { keys = append(keys, k) }, Keys: dependents.CopyKeys[*corev1.ConfigMap](true)}
 	handler.OnDelete(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Namespace: dependentstest.MountNamespace, Name: physicalName,
+		Namespace: dependentstest.MountNamespace, Name: configMapCopy,
 		Annotations: map[string]string{kubeoceanv1alpha1.AnnotationVirtualName: "conf", kubeoceanv1alpha1.AnnotationVirtualNamespace: ns},
 	}})
-	if !slices.Equal(keys, []cache.ObjectName{key}) {
-		t.Errorf("physical event keys %v, want %v", keys, key)
+	if !slices.Equal(keys, []cache.ObjectName{configMapKey}) {
+		t.Errorf("physical event keys %v, want %v", keys, configMapKey)
 	}
 
 	f.reconcile()
-	f.e.ExpectWrites("physical create configmaps mount/" + physicalName)
+	f.e.ExpectWrites("physical create configmaps mount/" + configMapCopy)
 	f.expectNoSecondWrite()
 }
 
-func TestDeletesOrphanedCopy(t *testing.T) {
-	f := newFixture(t)
+func TestConfigMapDeletesOrphanedCopy(t *testing.T) {
+	f := newConfigMapFixture(t)
 	// Someone removed our finalizer and the object went; then the last pod
 	// using it went too.
 	if err := f.e.Virtual.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("configmaps"), ns, "conf"); err != nil {
@@ -199,15 +186,15 @@ func TestDeletesOrphanedCopy(t *testing.T) {
 	f.e.DeletePod(f.pod)
 	f.e.SyncCaches()
 	f.reconcile()
-	f.e.ExpectWrites("physical delete configmaps mount/" + physicalName)
+	f.e.ExpectWrites("physical delete configmaps mount/" + configMapCopy)
 }
 
 // A virtual ConfigMap replaced by someone (kubectl replace, a GitOps tool)
 // loses our label and finalizer and drops out of the cache of marked
 // objects. A pod still uses it: the copy is not an orphan; the object is
 // marked again and the copy left in place.
-func TestReplacedObjectInUseIsMarkedAgain(t *testing.T) {
-	f := newFixture(t)
+func TestConfigMapReplacedObjectInUseIsMarkedAgain(t *testing.T) {
+	f := newConfigMapFixture(t)
 	f.updateVirtual(dropMarks)
 	f.reconcile()
 	f.e.ExpectWrites("virtual update configmaps app/conf")
@@ -226,20 +213,20 @@ func TestReplacedObjectInUseIsMarkedAgain(t *testing.T) {
 
 	// The copy, deleted as well meanwhile, comes back.
 	f.updateVirtual(dropMarks)
-	if err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Delete(context.Background(), physicalName, metav1.DeleteOptions{}); err != nil {
+	if err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Delete(context.Background(), configMapCopy, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.e.SyncCaches()
 	f.e.Writes()
 	f.reconcile()
-	f.e.ExpectWrites("virtual update configmaps app/conf", "physical create configmaps mount/"+physicalName)
+	f.e.ExpectWrites("virtual update configmaps app/conf", "physical create configmaps mount/"+configMapCopy)
 	f.expectNoSecondWrite()
 }
 
 // A virtual ConfigMap deleted without our finalizer while a pod still uses
 // it: its copy stays under the pod, and goes once the pod is gone.
-func TestKeepsCopyOfGoneObjectWhilePodsUseIt(t *testing.T) {
-	f := newFixture(t)
+func TestConfigMapKeepsCopyOfGoneObjectWhilePodsUseIt(t *testing.T) {
+	f := newConfigMapFixture(t)
 	if err := f.e.Virtual.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("configmaps"), ns, "conf"); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +239,7 @@ func TestKeepsCopyOfGoneObjectWhilePodsUseIt(t *testing.T) {
 	f.e.DeletePod(f.pod)
 	f.e.SyncCaches()
 	f.reconcile()
-	f.e.ExpectWrites("physical delete configmaps mount/" + physicalName)
+	f.e.ExpectWrites("physical delete configmaps mount/" + configMapCopy)
 }
 
 // dropMarks is what a replace with the user's own manifest does to a
@@ -275,10 +262,10 @@ func dropMarks(cm *corev1.ConfigMap) {
 // annotation stay, the event is dropped before the queue, a reconcile
 // writes nothing, and a later change of the virtual labels is carried
 // over without touching theirs.
-func TestOtherWritersLabelsStay(t *testing.T) {
-	f := newFixture(t)
+func TestConfigMapOtherWritersLabelsStay(t *testing.T) {
+	f := newConfigMapFixture(t)
 	copyOf := func() *corev1.ConfigMap {
-		cm, err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Get(context.Background(), physicalName, metav1.GetOptions{})
+		cm, err := f.e.Physical.CoreV1().ConfigMaps(dependentstest.MountNamespace).Get(context.Background(), configMapCopy, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +302,7 @@ func TestOtherWritersLabelsStay(t *testing.T) {
 
 	f.updateVirtual(func(cm *corev1.ConfigMap) { cm.Labels["tier"] = "front" })
 	f.reconcile()
-	f.e.ExpectWrites("physical update configmaps mount/" + physicalName)
+	f.e.ExpectWrites("physical update configmaps mount/" + configMapCopy)
 	got := copyOf()
 	if got.Labels["team.example.com/owner"] != "blue" || got.Labels["tier"] != "front" || got.Annotations["backup.example.com/at"] != "now" {
 		t.Errorf("copy labels %v, annotations %v: want theirs kept and ours carried over", got.Labels, got.Annotations)

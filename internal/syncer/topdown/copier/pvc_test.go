@@ -1,9 +1,8 @@
-package pvc
+package copier
 
 import (
 	"context"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -12,33 +11,23 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
 )
 
-const grace = time.Minute
-
 var (
-	key       = cache.ObjectName{Namespace: dependentstest.Namespace, Name: "data"}
+	claimKey  = cache.ObjectName{Namespace: dependentstest.Namespace, Name: "data"}
 	claimCopy = naming.PhysicalName(dependentstest.Namespace, "data")
 )
 
-// newFixture copies the claim data, mounted by the pod web, and builds the
+// newPVCFixture copies the claim data, mounted by the pod web, and builds the
 // controller.
-func newFixture(t *testing.T) (*dependentstest.Env, *Controller, *corev1.Pod) {
+func newPVCFixture(t *testing.T) (*dependentstest.Env, *dependents.Controller[*corev1.PersistentVolumeClaim], *corev1.Pod) {
 	t.Helper()
 	claim, pv := dependentstest.BoundClaim("data", "pv-data", nil)
 	pod := dependentstest.Pod("web", nil, nil, []string{"data"})
 	e := dependentstest.New(t, []runtime.Object{claim, pv, pod}, nil)
-	v, p := e.VirtualInformers.Core().V1(), e.PhysicalInformers.Core().V1()
-	c, err := New(Options{
-		ClusterID: dependentstest.ClusterID, MountNamespace: dependentstest.MountNamespace, Syncer: e.Syncer,
-		VirtualPVCs: v.PersistentVolumeClaims(), PhysicalPVCs: p.PersistentVolumeClaims(),
-		VirtualPods: v.Pods(), VirtualNodes: v.Nodes(),
-		GracePeriod: grace, Clock: e.Clock,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newControllers(t, e).PVCs
 	if _, err := e.Syncer.EnsurePVC(e.Context(), dependentstest.Namespace, "data"); err != nil {
 		t.Fatal(err)
 	}
@@ -47,18 +36,9 @@ func newFixture(t *testing.T) (*dependentstest.Env, *Controller, *corev1.Pod) {
 	return e, c, pod
 }
 
-func reconcile(t *testing.T, e *dependentstest.Env, c *Controller) time.Duration {
-	t.Helper()
-	result, err := c.Reconcile(e.Context(), key)
-	if err != nil {
-		t.Fatalf("reconcile: %v", err)
-	}
-	return result.RequeueAfter
-}
-
-func TestResizeReachesCopy(t *testing.T) {
-	e, c, _ := newFixture(t)
-	reconcile(t, e, c)
+func TestPVCResizeReachesCopy(t *testing.T) {
+	e, c, _ := newPVCFixture(t)
+	reconcile(t, e, c, claimKey)
 	e.ExpectWrites()
 
 	claim, err := e.Virtual.CoreV1().PersistentVolumeClaims(dependentstest.Namespace).Get(context.Background(), "data", metav1.GetOptions{})
@@ -71,35 +51,35 @@ func TestResizeReachesCopy(t *testing.T) {
 	}
 	e.SyncCaches()
 	e.Writes()
-	reconcile(t, e, c)
+	reconcile(t, e, c, claimKey)
 	e.ExpectWrites("physical update persistentvolumeclaims mount/" + claimCopy)
 	e.SyncCaches()
-	reconcile(t, e, c)
+	reconcile(t, e, c, claimKey)
 	e.ExpectWrites()
 }
 
-func TestCollectedWhenLastPodGoes(t *testing.T) {
-	e, c, pod := newFixture(t)
+func TestPVCCollectedWhenLastPodGoes(t *testing.T) {
+	e, c, pod := newPVCFixture(t)
 	e.DeletePod(pod)
-	if wait := reconcile(t, e, c); wait != grace {
+	if wait := reconcile(t, e, c, claimKey); wait != grace {
 		t.Errorf("requeue after %v, want %v", wait, grace)
 	}
 	e.ExpectWrites()
 	e.Clock.Step(grace)
-	reconcile(t, e, c)
+	reconcile(t, e, c, claimKey)
 	e.ExpectWrites("physical delete persistentvolumeclaims mount/"+claimCopy, "virtual update persistentvolumeclaims app/data")
 	e.SyncCaches()
-	reconcile(t, e, c)
+	reconcile(t, e, c, claimKey)
 	e.ExpectWrites()
 }
 
-func TestRestoresDeletedCopy(t *testing.T) {
-	e, c, _ := newFixture(t)
+func TestPVCRestoresDeletedCopy(t *testing.T) {
+	e, c, _ := newPVCFixture(t)
 	if err := e.Physical.CoreV1().PersistentVolumeClaims(dependentstest.MountNamespace).Delete(context.Background(), claimCopy, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.SyncCaches()
 	e.Writes()
-	reconcile(t, e, c)
+	reconcile(t, e, c, claimKey)
 	e.ExpectWrites("physical create persistentvolumeclaims mount/" + claimCopy)
 }
