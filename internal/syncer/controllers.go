@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/kubeocean/kubeocean/internal/app"
-	"github.com/kubeocean/kubeocean/internal/leanwrite"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/csinode"
 	physicalevents "github.com/kubeocean/kubeocean/internal/syncer/bottomup/events"
 	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/lease"
@@ -90,7 +90,7 @@ func bottomUpControllers(e *syncerEnv) ([]app.Runnable, error) {
 	}
 	pods, err := podstatus.New(podstatus.Options{
 		ClusterID: clusterID, BindingUID: e.binding.UID, MountNamespace: e.binding.Spec.MountNamespace,
-		PhysicalClient: e.physical.Kube.CoreV1(), VirtualClient: leanwrite.CoreV1(e.virtual.Kube.CoreV1()),
+		PhysicalClient: e.physical.Kube.CoreV1(), VirtualClient: compact.LeanWrites(e.virtual.Kube.CoreV1()),
 		PhysicalPods: e.physicalPods(),
 		VirtualPods:  virtualPods,
 		Recorder:     e.physicalRecorder, Metrics: p.Metrics,

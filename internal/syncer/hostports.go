@@ -2,7 +2,7 @@ package syncer
 
 import (
 	"github.com/kubeocean/kubeocean/internal/app"
-	"github.com/kubeocean/kubeocean/internal/capacity"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/hostports"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/portholder"
@@ -22,7 +22,7 @@ func (e *syncerEnv) hostPorts() (*hostports.Tracker, error) {
 		return e.hostPortTracker, nil
 	}
 	tracker := hostports.NewTracker()
-	if err := tracker.Feed(e.foreignPods(), capacity.HostPortsOf); err != nil {
+	if err := tracker.Feed(e.foreignPods(), compact.HostPortsOf); err != nil {
 		return nil, err
 	}
 	e.hostPortTracker = tracker

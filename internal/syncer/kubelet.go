@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeocean/kubeocean/internal/app"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/syncer/kubeletapi"
 )
 
@@ -184,7 +185,7 @@ func kubeletAPI(e *syncerEnv) (*kubeletapi.Server, *kubeletapi.Endpoints, error)
 		BindAddress: o.BindAddress, Endpoints: endpoints, Auth: auth, Certificate: cert,
 		MountNamespace: mount, VirtualNodes: virtualNodes,
 		VirtualPods:  e.virtualInformers.Kube(e.virtualPodScope()).Core().V1().Pods().Lister(),
-		PhysicalPods: e.physicalPods().Lister(), PhysicalPodsOn: physicalPodsOn(e.physicalPodRecords().GetStore()),
+		PhysicalPods: e.physicalPods().Lister(), PhysicalPodsOn: compact.PhysicalPodsOn(e.physicalPodRecords().GetStore()),
 		Physical: e.physical.Kube, PhysicalConfig: streamingConfig(e.physicalConfig),
 		StatsEnabled: o.NodeStats, Metrics: metrics, Recorder: e.process.Recorder, StreamIdleTimeout: o.StreamIdleTimeout,
 	})

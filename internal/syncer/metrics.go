@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeocean/kubeocean/internal/compact"
 )
 
 // bindingCollector reports what one binding lends and runs, read from the
@@ -67,7 +69,7 @@ func (c *bindingCollector) Collect(ch chan<- prometheus.Metric) {
 
 	phases := map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodRunning: 0, corev1.PodSucceeded: 0, corev1.PodFailed: 0}
 	for _, obj := range c.physicalPods.List() {
-		status := physicalPodStatus(obj)
+		status := compact.PhysicalPodStatus(obj)
 		if status == nil {
 			continue
 		}

@@ -27,12 +27,12 @@ func TestBindingCollector(t *testing.T) {
 	for _, n := range []*corev1.Node{node("a", "2", "4Gi", corev1.ConditionTrue), node("b", "1500m", "2Gi", corev1.ConditionFalse), node("c", "500m", "1Gi", "")} {
 		_ = nodes.Add(n)
 	}
-	// The syncer's cache holds records (compactPhysical); an informer
+	// The syncer's cache holds records (transforms.Physical); an informer
 	// without the transform, Pods.
 	for i, phase := range []corev1.PodPhase{corev1.PodRunning, corev1.PodRunning, corev1.PodFailed, ""} {
 		var obj any = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "m", Name: string(rune('a' + i))}, Status: corev1.PodStatus{Phase: phase}}
 		if i%2 == 0 {
-			obj, _ = compactPhysical(obj)
+			obj, _ = transforms.Physical(obj)
 		}
 		_ = pods.Add(obj)
 	}

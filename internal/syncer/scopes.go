@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/capacity"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
@@ -25,6 +25,17 @@ import (
 // foreign pods), so memory follows what Kubeocean manages rather than the
 // cluster's size.
 
+// transforms are the informer transforms of the syncer's pods and of the
+// objects it owns or makes. The values of the annotations that tie an
+// object to its twin (names, UIDs) or time its renewal are each object's
+// own and stay as decoded; docs/caches.md says what each cache keeps.
+var transforms = compact.NewTransforms(
+	kubeoceanv1alpha1.AnnotationPhysicalPodName, kubeoceanv1alpha1.AnnotationPhysicalPodUID,
+	kubeoceanv1alpha1.AnnotationVirtualPodName, kubeoceanv1alpha1.AnnotationVirtualPodUID,
+	kubeoceanv1alpha1.AnnotationPhysicalName, kubeoceanv1alpha1.AnnotationVirtualName,
+	kubeoceanv1alpha1.AnnotationLastSyncTime, pod.AnnotationTokenRefreshAt,
+)
+
 // virtualPodScope selects the virtual pods this binding may run: those
 // bound to a node named like its virtual nodes (naming.VirtualNodeNamePrefix),
 // kept whole. Every other pod of the virtual cluster (pending, on the
@@ -34,22 +45,16 @@ import (
 // never changes after that, so a pod kept stays kept until it is deleted.
 // Whether the node is really one of the binding's is for the controllers
 // to check, as before (a node of cluster ID "a-b" has the prefix of "a").
-// The pods kept share their repeating strings (compactPods), and the
-// status parts copied from their physical twins with those (twins; nil:
-// not shared).
-func virtualPodScope(clusterID string, twins *twinStatuses) informers.Scope {
+// The pods kept share their repeating strings, and the status parts copied
+// from their physical twins with those (compact.Transforms.VirtualPods;
+// twins nil: not shared).
+func virtualPodScope(clusterID string, twins *compact.TwinStatuses) informers.Scope {
 	prefix := naming.VirtualNodeNamePrefix(clusterID)
 	return informers.Scope{
 		KeepPod:     func(p *corev1.Pod) bool { return strings.HasPrefix(p.Spec.NodeName, prefix) },
 		KeepPodName: "on-" + prefix + "*",
-		Slim: func(obj any) (any, error) {
-			obj, err := compactPods(obj)
-			if p, ok := obj.(*corev1.Pod); ok && err == nil {
-				twins.share(p)
-			}
-			return obj, err
-		},
-		SlimName: "shared-strings",
+		Slim:        transforms.VirtualPods(twins),
+		SlimName:    "shared-strings",
 	}
 }
 
@@ -59,12 +64,12 @@ func bindingScope(bindingName string) informers.Scope {
 
 // ownedScope selects the virtual objects this binding's syncer owns:
 // virtual nodes, their Leases and CSINodes, kept whole but with what
-// repeats across them shared (compactOwned).
+// repeats across them shared (compact.Transforms.Owned).
 func ownedScope(clusterID, namespace string) informers.Scope {
 	return informers.Scope{
 		Namespace:     namespace,
 		LabelSelector: fmt.Sprintf("%s=%s,%s=%s", kubeoceanv1alpha1.LabelManagedBy, kubeoceanv1alpha1.ManagedByKubeocean, kubeoceanv1alpha1.LabelClusterID, clusterID),
-		Slim:          compactOwned,
+		Slim:          transforms.Owned,
 		SlimName:      "owned",
 	}
 }
@@ -74,21 +79,22 @@ func ownedScope(clusterID, namespace string) informers.Scope {
 // managed-by, so that another binding sharing the namespace (of this or of
 // another virtual cluster) is not even cached, let alone acted on. Its
 // pods keep only what the controllers read of their spec, and its objects
-// share their repeating strings (compactPhysical).
+// share their repeating strings (compact.Transforms.Physical).
 func boundScope(owner ownership.Owner, mountNamespace string) informers.Scope {
-	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector(), Slim: compactPhysical, SlimName: "physical"}
+	return informers.Scope{Namespace: mountNamespace, LabelSelector: owner.Selector(), Slim: transforms.Physical, SlimName: "physical"}
 }
 
 // physicalPodRecords is the informer of the binding's physical pods, which
-// holds them as physicalPod records; physicalPods reads them as Pods.
+// holds them as compact.PhysicalPod records; physicalPods reads them as
+// Pods.
 func (e *syncerEnv) physicalPodRecords() cache.SharedIndexInformer {
 	return e.physicalInformers.Kube(boundScope(ownership.Of(e.binding), e.binding.Spec.MountNamespace)).Core().V1().Pods().Informer()
 }
 
 // physicalPods is the informer of the binding's physical pods as the
-// controllers read them, as Pods; see physicalPod.
+// controllers read them, as Pods; see compact.PhysicalPods.
 func (e *syncerEnv) physicalPods() coreinformers.PodInformer {
-	return physicalPodInformer{e.physicalPodRecords()}
+	return compact.PhysicalPods(e.physicalPodRecords())
 }
 
 // boundSecretsScope is boundScope for Secrets other than the pods' token
@@ -115,7 +121,7 @@ func tokenSecretsScope(owner ownership.Owner, mountNamespace string) informers.S
 }
 
 // foreignPodScope: the pods that hold resources on a node and are not the
-// binding's own, stored compactly as *capacity.PodUsage (so only the
+// binding's own, stored compactly as *compact.PodUsage (so only the
 // informer, never its typed lister, may be used). That is every pod without
 // the binding's UID: a pod Kubeocean does not run, and also a pod of
 // another binding (of this virtual cluster or of another) on a node both
@@ -130,7 +136,7 @@ func foreignPodScope(owner ownership.Owner) informers.Scope {
 	return informers.Scope{
 		LabelSelector: kubeoceanv1alpha1.LabelBindingUID + "!=" + string(owner.BindingUID),
 		FieldSelector: "spec.nodeName!=,status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed),
-		Slim:          capacity.CompactForeignPod(owner),
+		Slim:          compact.ForeignPod(owner),
 		SlimName:      "capacity",
 	}
 }
@@ -144,12 +150,12 @@ func (e *syncerEnv) foreignPods() cache.SharedIndexInformer {
 
 // physicalNodeScope: the physical nodes the binding's node selector may
 // select, kept only in what the node and lease controllers read
-// (compactPhysicalNode). The API server filters by the selector when a
+// (compact.PhysicalNode). The API server filters by the selector when a
 // label selector can express it; otherwise every node is cached and the
 // controllers alone apply the selector.
 func physicalNodeScope(selector *corev1.NodeSelector) informers.Scope {
 	labelSelector, _ := nodeLabelSelector(selector)
-	return informers.Scope{LabelSelector: labelSelector, Slim: compactPhysicalNode, SlimName: "node"}
+	return informers.Scope{LabelSelector: labelSelector, Slim: compact.PhysicalNode, SlimName: "node"}
 }
 
 // nodeLabelSelector is the label selector that selects what selector does,

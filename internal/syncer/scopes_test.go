@@ -12,7 +12,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/capacity"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
@@ -256,7 +256,7 @@ func TestForeignPodScopeHoldsEveryPodButTheBindingsOwn(t *testing.T) {
 				Spec:   corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c"}}},
 				Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 			kept, err := scope.Slim(p)
-			if usage, ok := kept.(*capacity.PodUsage); err != nil || !ok || usage.HoldsResources != tt.hold {
+			if usage, ok := kept.(*compact.PodUsage); err != nil || !ok || usage.HoldsResources != tt.hold {
 				t.Fatalf("cached as %#v (%v), want a usage record holding resources: %v", kept, err, tt.hold)
 			}
 		})

@@ -22,6 +22,7 @@ import (
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	"github.com/kubeocean/kubeocean/internal/app"
 	"github.com/kubeocean/kubeocean/internal/clusterhealth"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/events"
 	"github.com/kubeocean/kubeocean/internal/hostports"
 	"github.com/kubeocean/kubeocean/internal/serving"
@@ -160,7 +161,7 @@ type syncerEnv struct {
 	hostPortTracker *hostports.Tracker
 	// twins shares status parts between the two pod caches; its physical
 	// cache is set once the controllers have asked for their informers.
-	twins *twinStatuses
+	twins *compact.TwinStatuses
 }
 
 // virtualPodScope is the scope of the virtual pods the binding may run.
@@ -221,7 +222,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		physicalClusterUID: clusterUID, physicalRecorder: recorder,
 		virtualInformers:  informers.NewCluster("virtual", virtual.ListWatchKube, virtual.ListWatchKubeocean, 0),
 		physicalInformers: informers.NewCluster(binding.Name, physical.ListWatchKube, physical.ListWatchKubeocean, 0),
-		twins:             &twinStatuses{},
+		twins:             &compact.TwinStatuses{},
 	}
 	virtualMetadata, err := metadata.NewForConfig(clusterhealth.WaitForAnswer(p.Config))
 	if err != nil {
@@ -263,7 +264,7 @@ func setup(ctx context.Context, p *app.Process, opts Options) ([]app.Runnable, e
 		stopRecorder()
 		return nil, err
 	}
-	env.twins.physical = env.physicalPodRecords().GetIndexer()
+	env.twins.Physical = env.physicalPodRecords().GetIndexer()
 	return append(runnables,
 		app.Runnable{Name: "informers", Run: func(ctx context.Context) error {
 			// Started with the context that ends when any runnable fails, so

@@ -9,7 +9,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/app"
 	"github.com/kubeocean/kubeocean/internal/clusterhealth"
-	"github.com/kubeocean/kubeocean/internal/leanwrite"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/copier"
@@ -96,7 +96,7 @@ func topDownControllers(e *syncerEnv) ([]app.Runnable, error) {
 	pods, err := pod.New(pod.Options{
 		ClusterID: clusterID, BindingUID: uid, MountNamespace: mount, VirtualAPIServer: e.opts.VirtualAPIServer,
 		// Its writes need only the metadata of the objects written.
-		VirtualClient: leanwrite.CoreV1(e.virtual.Kube.CoreV1()), PhysicalClient: leanwrite.CoreV1(e.physical.Kube.CoreV1()),
+		VirtualClient: compact.LeanWrites(e.virtual.Kube.CoreV1()), PhysicalClient: compact.LeanWrites(e.physical.Kube.CoreV1()),
 		VirtualPods: virtualPods, VirtualNodes: virtualNodes,
 		PhysicalPods: e.physicalPods(), PhysicalSecrets: tokenSecrets,
 		VirtualRootCAs: v.Kube(rootCAScope()).Core().V1().ConfigMaps(),

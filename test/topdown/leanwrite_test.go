@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubeocean/kubeocean/internal/leanwrite"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -58,7 +58,7 @@ func TestLeanWrites(t *testing.T) {
 	answers := &answerTypes{}
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { answers.next = rt; return answers })
 	kube := kubernetes.NewForConfigOrDie(config)
-	lean := leanwrite.CoreV1(kube.CoreV1())
+	lean := compact.LeanWrites(kube.CoreV1())
 	plain := kubernetes.NewForConfigOrDie(physicalCluster.Config())
 	const namespace = "leanwrite"
 	testenv.CreateNamespace(t, plain, namespace)

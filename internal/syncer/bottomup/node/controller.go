@@ -21,7 +21,7 @@ import (
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned/typed/kubeocean/v1alpha1"
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions/kubeocean/v1alpha1"
 	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/capacity"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -54,8 +54,8 @@ type Options struct {
 	PhysicalNodes corev1informers.NodeInformer
 	// ForeignPods are the physical pods that hold resources and that the
 	// binding does not run (other bindings' included: they run on what
-	// their binding was lent), stored as *capacity.PodUsage (the wiring
-	// scopes them and compacts them with capacity.CompactForeignPod). The
+	// their binding was lent), stored as *compact.PodUsage (the wiring
+	// scopes them and compacts them with compact.ForeignPod). The
 	// controller sums them per node from the informer's events and needs no
 	// index on it.
 	ForeignPods cache.SharedIndexInformer
@@ -120,7 +120,7 @@ type Controller struct {
 	bindings               kubeoceanlisters.ClusterBindingLister
 	policies               kubeoceanlisters.ResourceLeasingPolicyLister
 	physicalNodes          corev1listers.NodeLister
-	foreignUsage           *capacity.UsageByNode
+	foreignUsage           *compact.UsageByNode
 	virtualNodes           corev1listers.NodeLister
 	virtualPods            cache.Indexer
 	recorder               record.EventRecorder
@@ -173,7 +173,7 @@ func New(opts Options) (*Controller, error) {
 		bindings:        opts.Bindings.Lister(),
 		policies:        opts.Policies.Lister(),
 		physicalNodes:   opts.PhysicalNodes.Lister(),
-		foreignUsage:    capacity.NewUsageByNode(),
+		foreignUsage:    compact.NewUsageByNode(),
 		virtualNodes:    opts.VirtualNodes.Lister(),
 		virtualPods:     opts.VirtualPods.Informer().GetIndexer(),
 		recorder:        opts.Recorder,
@@ -241,9 +241,9 @@ func (c *Controller) registerHandlers(opts Options) error {
 			Enqueue: c.Enqueue, Keys: func(n *corev1.Node) []string { return []string{n.Name} },
 			Changed: physicalNodeChanged,
 		}},
-		{opts.ForeignPods, usageHandler{sums: c.foreignUsage, next: controller.Handler[*capacity.PodUsage, string]{
+		{opts.ForeignPods, usageHandler{sums: c.foreignUsage, next: controller.Handler[*compact.PodUsage, string]{
 			Enqueue: c.Enqueue, Keys: usageNodeKeys,
-			Changed: func(old, updated *capacity.PodUsage) bool { return !old.SameUsage(updated) },
+			Changed: func(old, updated *compact.PodUsage) bool { return !old.SameUsage(updated) },
 		}}},
 		{opts.VirtualNodes.Informer(), controller.Handler[*corev1.Node, string]{
 			Enqueue: c.Enqueue, Keys: physicalNameOf,
@@ -346,7 +346,7 @@ func withoutHeartbeats(status corev1.NodeStatus) corev1.NodeStatus {
 	return status
 }
 
-func usageNodeKeys(u *capacity.PodUsage) []string {
+func usageNodeKeys(u *compact.PodUsage) []string {
 	if u.NodeName == "" {
 		return nil
 	}

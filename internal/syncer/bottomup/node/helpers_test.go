@@ -23,7 +23,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions"
-	"github.com/kubeocean/kubeocean/internal/capacity"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -133,23 +133,23 @@ func versionNodes(client *kubefake.Clientset) {
 // would.
 type compactingStore struct {
 	store cache.Indexer
-	sums  *capacity.UsageByNode
+	sums  *compact.UsageByNode
 }
 
 func (s compactingStore) Add(obj any) error {
-	compact, err := capacity.CompactForeignPod(testOwner)(obj)
+	usage, err := compact.ForeignPod(testOwner)(obj)
 	if err != nil {
 		return err
 	}
-	old, _, err := s.store.Get(compact)
+	old, _, err := s.store.Get(usage)
 	if err != nil {
 		return err
 	}
-	if err := s.store.Add(compact); err != nil {
+	if err := s.store.Add(usage); err != nil {
 		return err
 	}
-	previous, _ := old.(*capacity.PodUsage)
-	s.sums.Update(previous, compact.(*capacity.PodUsage))
+	previous, _ := old.(*compact.PodUsage)
+	s.sums.Update(previous, usage.(*compact.PodUsage))
 	return nil
 }
 

@@ -3,7 +3,7 @@ package node
 import (
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubeocean/kubeocean/internal/capacity"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -13,20 +13,20 @@ import (
 // reconciled, so a reconcile reads sums at least as new as the event that
 // queued it.
 type usageHandler struct {
-	sums *capacity.UsageByNode
+	sums *compact.UsageByNode
 	next cache.ResourceEventHandler
 }
 
 func (h usageHandler) OnAdd(obj any, initial bool) {
-	if u, ok := controller.Unwrap[*capacity.PodUsage](obj); ok {
+	if u, ok := controller.Unwrap[*compact.PodUsage](obj); ok {
 		h.sums.Update(nil, u)
 	}
 	h.next.OnAdd(obj, initial)
 }
 
 func (h usageHandler) OnUpdate(oldObj, newObj any) {
-	old, okOld := controller.Unwrap[*capacity.PodUsage](oldObj)
-	updated, okNew := controller.Unwrap[*capacity.PodUsage](newObj)
+	old, okOld := controller.Unwrap[*compact.PodUsage](oldObj)
+	updated, okNew := controller.Unwrap[*compact.PodUsage](newObj)
 	if okOld && okNew {
 		h.sums.Update(old, updated)
 	}
@@ -34,7 +34,7 @@ func (h usageHandler) OnUpdate(oldObj, newObj any) {
 }
 
 func (h usageHandler) OnDelete(obj any) {
-	if u, ok := controller.Unwrap[*capacity.PodUsage](obj); ok {
+	if u, ok := controller.Unwrap[*compact.PodUsage](obj); ok {
 		h.sums.Update(u, nil)
 	}
 	h.next.OnDelete(obj)

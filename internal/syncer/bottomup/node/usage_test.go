@@ -6,24 +6,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubeocean/kubeocean/internal/capacity"
+	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
 func TestUsageHandlerSumsEveryEventAndPassesItOn(t *testing.T) {
-	sums := capacity.NewUsageByNode()
+	sums := compact.NewUsageByNode()
 	var queued []string
-	h := usageHandler{sums: sums, next: controller.Handler[*capacity.PodUsage, string]{
+	h := usageHandler{sums: sums, next: controller.Handler[*compact.PodUsage, string]{
 		Enqueue: func(k string) { queued = append(queued, k) }, Keys: usageNodeKeys,
 	}}
-	compact := func(pod *corev1.Pod, rv string) *capacity.PodUsage {
+	usageOf := func(pod *corev1.Pod, rv string) *compact.PodUsage {
 		pod = pod.DeepCopy()
 		pod.ResourceVersion = rv
-		obj, _ := capacity.CompactForeignPod(testOwner)(pod)
-		return obj.(*capacity.PodUsage)
+		obj, _ := compact.ForeignPod(testOwner)(pod)
+		return obj.(*compact.PodUsage)
 	}
-	running := compact(foreignPod("batch", "node-a", "1500m", corev1.PodRunning), "1")
-	moved := compact(foreignPod("batch", "node-b", "1500m", corev1.PodRunning), "2")
+	running := usageOf(foreignPod("batch", "node-a", "1500m", corev1.PodRunning), "1")
+	moved := usageOf(foreignPod("batch", "node-b", "1500m", corev1.PodRunning), "2")
 
 	h.OnAdd(running, true)
 	if cpu := sums.Of("node-a")[corev1.ResourceCPU]; cpu.MilliValue() != 1500 {

@@ -1,8 +1,7 @@
-package syncer
+package compact
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+)
+
+// testTransforms are the transforms as the syncer makes them (scopes.go),
+// with the annotations that tie an object to its twin or time its renewal
+// kept as each object's own.
+var testTransforms = NewTransforms(
+	kubeoceanv1alpha1.AnnotationPhysicalPodName, kubeoceanv1alpha1.AnnotationPhysicalPodUID,
+	kubeoceanv1alpha1.AnnotationVirtualPodName, kubeoceanv1alpha1.AnnotationVirtualPodUID,
+	kubeoceanv1alpha1.AnnotationPhysicalName, kubeoceanv1alpha1.AnnotationVirtualName,
+	kubeoceanv1alpha1.AnnotationLastSyncTime, "kubeocean.io/token-refresh-at",
 )
 
 // realisticPod is a pod of a Deployment as the apiserver stores it once
@@ -106,15 +115,15 @@ func decodedPod(t testing.TB, name string) *corev1.Pod {
 
 func TestCompactPodsKeepsEveryField(t *testing.T) {
 	pod := decodedPod(t, "web-7d9c6b5f4-abcde")
-	obj, err := compactPods(pod.DeepCopy())
+	obj, err := testTransforms.Pods(pod.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := obj.(*corev1.Pod)
 	if !equality.Semantic.DeepEqual(got, pod) {
-		t.Fatalf("compactPods changed the pod:\n%+v\nwant\n%+v", got, pod)
+		t.Fatalf("testTransforms.Pods changed the pod:\n%+v\nwant\n%+v", got, pod)
 	}
-	other, _ := compactPods(decodedPod(t, "web-7d9c6b5f4-fghij"))
+	other, _ := testTransforms.Pods(decodedPod(t, "web-7d9c6b5f4-fghij"))
 	b := other.(*corev1.Pod)
 	for what, pair := range map[string][2]string{
 		"namespace":        {got.Namespace, b.Namespace},
@@ -159,7 +168,7 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 	probed.Spec.Volumes[0].ConfigMap.DefaultMode = ptr.To[int32](0o600)
 	probed.Status.Conditions[2].LastTransitionTime.Time = probed.Status.Conditions[2].LastTransitionTime.Add(time.Second)
 	wantProbed := probed.DeepCopy()
-	compactPods(probed)
+	testTransforms.Pods(probed)
 	probedC := probed.Spec.Containers[0]
 	if !equality.Semantic.DeepEqual(probed, wantProbed) || probedC.ReadinessProbe == gotC.ReadinessProbe ||
 		unsafe.SliceData(probedC.Env) == unsafe.SliceData(gotC.Env) || probed.Spec.Volumes[0].ConfigMap == got.Spec.Volumes[0].ConfigMap ||
@@ -175,7 +184,7 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 	longer.Spec.Tolerations[1].TolerationSeconds = ptr.To[int64](600)
 	longer.Spec.Volumes[1].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds = ptr.To[int64](7200)
 	want := longer.DeepCopy()
-	compactPods(longer)
+	testTransforms.Pods(longer)
 	if !equality.Semantic.DeepEqual(longer, want) || unsafe.SliceData(longer.Spec.Tolerations) == unsafe.SliceData(got.Spec.Tolerations) ||
 		longer.Spec.Volumes[1].Projected == got.Spec.Volumes[1].Projected {
 		t.Errorf("a pod with other tolerations and token lifetime got those of the first: %+v, %+v",
@@ -194,7 +203,7 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		compacted, _ := compactPods(p)
+		compacted, _ := testTransforms.Pods(p)
 		again, err := compacted.(*corev1.Pod).Marshal()
 		if err != nil || !bytes.Equal(again, data) {
 			t.Errorf("the pod with a CPU limit of %s is written otherwise once compacted (%v)", cpu, err)
@@ -203,9 +212,9 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "m", Name: "copy", Labels: map[string]string{"a": strings.Clone("b")}},
 		Data: map[string][]byte{"k": []byte("v")}}
-	kept, err := compactPods(secret.DeepCopy())
+	kept, err := testTransforms.Pods(secret.DeepCopy())
 	if err != nil || !equality.Semantic.DeepEqual(kept, secret) {
-		t.Fatalf("compactPods changed a Secret: %+v, %v", kept, err)
+		t.Fatalf("testTransforms.Pods changed a Secret: %+v, %v", kept, err)
 	}
 }
 
@@ -219,11 +228,11 @@ func TestCompactPhysicalKeepsWhatTheControllersRead(t *testing.T) {
 	decoded.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:1", Command: []string{"true"}}}
 	decoded.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 		Name: "debugger", Image: "busybox", Stdin: true, TTY: true}}}
-	obj, err := compactPhysical(decoded.DeepCopy())
+	obj, err := testTransforms.Physical(decoded.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	record, ok := obj.(*physicalPod)
+	record, ok := obj.(*PhysicalPod)
 	if !ok {
 		t.Fatalf("the cache keeps a %T", obj)
 	}
@@ -242,66 +251,30 @@ func TestCompactPhysicalKeepsWhatTheControllersRead(t *testing.T) {
 	if !equality.Semantic.DeepEqual(got.Spec, want) {
 		t.Fatalf("spec kept:\n%+v\nwant\n%+v", got.Spec, want)
 	}
-	other, _ := compactPhysical(decodedPod(t, "web-7d9c6b5f4-fghij"))
-	if !sameMemory(got.Spec.Containers[0].Image, other.(*physicalPod).Spec.Containers[0].Image) {
+	other, _ := testTransforms.Physical(decodedPod(t, "web-7d9c6b5f4-fghij"))
+	if !sameMemory(got.Spec.Containers[0].Image, other.(*PhysicalPod).Spec.Containers[0].Image) {
 		t.Error("the image two physical pods have in common is not shared")
 	}
 	// The pods of one workload record one last-applied state: one copy.
 	applied := `{"labels":{"app":"web"},"images":{"containers/web":"registry.example/shop/web:1.42.0"}}`
 	one, two := decodedPod(t, "web-7d9c6b5f4-uvwxy"), decodedPod(t, "web-7d9c6b5f4-zabcd")
-	one.Annotations[pod.AnnotationLastApplied], two.Annotations[pod.AnnotationLastApplied] = strings.Clone(applied), strings.Clone(applied)
-	first, _ := compactPhysical(one)
-	second, _ := compactPhysical(two)
-	if !sameMemory(first.(*physicalPod).Annotations[pod.AnnotationLastApplied], second.(*physicalPod).Annotations[pod.AnnotationLastApplied]) {
+	one.Annotations[kubeoceanv1alpha1.AnnotationLastApplied], two.Annotations[kubeoceanv1alpha1.AnnotationLastApplied] = strings.Clone(applied), strings.Clone(applied)
+	first, _ := testTransforms.Physical(one)
+	second, _ := testTransforms.Physical(two)
+	if !sameMemory(first.(*PhysicalPod).Annotations[kubeoceanv1alpha1.AnnotationLastApplied], second.(*PhysicalPod).Annotations[kubeoceanv1alpha1.AnnotationLastApplied]) {
 		t.Error("the last-applied state two physical pods have in common is not shared")
 	}
 	third := decodedPod(t, "web-7d9c6b5f4-klmno")
 	third.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:1"}}
-	kept, _ := compactPhysical(third)
-	if spec := kept.(*physicalPod).Spec; unsafe.SliceData(spec.Containers) != unsafe.SliceData(got.Spec.Containers) ||
+	kept, _ := testTransforms.Physical(third)
+	if spec := kept.(*PhysicalPod).Spec; unsafe.SliceData(spec.Containers) != unsafe.SliceData(got.Spec.Containers) ||
 		unsafe.SliceData(spec.InitContainers) != unsafe.SliceData(got.Spec.InitContainers) {
 		t.Error("the containers' names and images two physical pods have in common are not one list")
 	}
 	third = decodedPod(t, "web-7d9c6b5f4-pqrst")
 	third.Spec.Containers[0].Image = "registry.example/shop/web:1.43.0"
-	kept, _ = compactPhysical(third)
-	if containers := kept.(*physicalPod).Spec.Containers; unsafe.SliceData(containers) == unsafe.SliceData(got.Spec.Containers) || containers[0].Image != "registry.example/shop/web:1.43.0" {
+	kept, _ = testTransforms.Physical(third)
+	if containers := kept.(*PhysicalPod).Spec.Containers; unsafe.SliceData(containers) == unsafe.SliceData(got.Spec.Containers) || containers[0].Image != "registry.example/shop/web:1.43.0" {
 		t.Errorf("a pod with another image got the list of the first: %+v", containers)
-	}
-}
-
-// BenchmarkPodCache reports what one pod costs in a pod cache, decoded
-// from protobuf as an informer receives it, stored as decoded (less
-// managedFields), through compactPods (also with a garbage collection
-// before every pod) and through compactPhysical:
-// go test ./internal/syncer -run - -bench PodCache
-func BenchmarkPodCache(b *testing.B) {
-	const pods = 1000
-	encoded := make([][]byte, pods)
-	for i := range encoded {
-		data, err := realisticPod(fmt.Sprintf("web-7d9c6b5f4-%05d", i)).Marshal()
-		if err != nil {
-			b.Fatal(err)
-		}
-		encoded[i] = data
-	}
-	for _, tt := range []struct {
-		name         string
-		transform    func(any) (any, error)
-		collectEvery int
-	}{
-		{"as-decoded", func(obj any) (any, error) { return obj, nil }, 0},
-		{"shared-strings", compactPods, 0},
-		// A collection before every pod, as when pods come slower than
-		// collections run: strings must stay shared across collections.
-		{"shared-strings-collecting", compactPods, 1},
-		{"physical", compactPhysical, 0},
-	} {
-		b.Run(tt.name, func(b *testing.B) {
-			b.ReportMetric(cachedBytes(b, encoded, tt.collectEvery, func(data []byte) (any, error) {
-				pod := &corev1.Pod{}
-				return pod, pod.Unmarshal(data)
-			}, tt.transform), "B/cached-pod")
-		})
 	}
 }

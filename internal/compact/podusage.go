@@ -1,16 +1,16 @@
-package capacity
+package compact
 
 import (
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubeocean/kubeocean/internal/capacity"
 	"github.com/kubeocean/kubeocean/internal/hostports"
-	"github.com/kubeocean/kubeocean/internal/intern"
-	"github.com/kubeocean/kubeocean/internal/objectmeta"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 )
 
@@ -22,16 +22,16 @@ import (
 //
 // It keeps only the identity an informer's store and event handlers read
 // (namespace, name, resourceVersion) and implements metav1.Object over it
-// (usage_meta.go); everything else of a pod's metadata is dropped.
+// (below); everything else of a pod's metadata is dropped.
 type PodUsage struct {
-	objectmeta.Unkept
+	Unkept
 	Namespace       string
 	Name            string
 	ResourceVersion string
 	NodeName        string
-	// HoldsResources is HoldsResources of the pod.
+	// HoldsResources is capacity.HoldsResources of the pod.
 	HoldsResources bool
-	// requests is PodRequests of the pod, in milli-units, except the pod
+	// requests is capacity.PodRequests of the pod, in milli-units, except the pod
 	// slot every pod takes, which UsageByNode counts; see Requests.
 	requests unique.Handle[requestSet]
 	// HostPorts are the host ports the pod binds (hostports.Of); nil for
@@ -50,13 +50,13 @@ var _ runtime.Object = &PodUsage{}
 // UsageOf computes the compact form of pod. Namespace and node names repeat
 // across many pods and are interned, so each is held once.
 func UsageOf(pod *corev1.Pod) *PodUsage {
-	requests := PodRequests(pod)
+	requests := capacity.PodRequests(pod)
 	u := &PodUsage{
-		Namespace:       intern.String(pod.Namespace),
+		Namespace:       Intern(pod.Namespace),
 		Name:            pod.Name,
 		ResourceVersion: pod.ResourceVersion,
-		NodeName:        intern.String(pod.Spec.NodeName),
-		HoldsResources:  HoldsResources(pod),
+		NodeName:        Intern(pod.Spec.NodeName),
+		HoldsResources:  capacity.HoldsResources(pod),
 		HostPorts:       hostports.Of(pod),
 	}
 	amounts := make([]Amount, 0, len(requests))
@@ -75,7 +75,7 @@ func NewPodUsage(namespace, name, node string, holdsResources bool, amounts ...A
 	return &PodUsage{Namespace: namespace, Name: name, NodeName: node, HoldsResources: holdsResources, requests: internRequests(amounts)}
 }
 
-// Requests is PodRequests of the pod, in milli-units, sorted by resource
+// Requests is capacity.PodRequests of the pod, in milli-units, sorted by resource
 // name, except the pod slot every pod takes.
 func (u *PodUsage) Requests() []Amount { return u.requests.Value().amounts() }
 
@@ -95,7 +95,7 @@ func (u *PodUsage) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// CompactForeignPod is the informer transform of the pods that are not
+// ForeignPod is the informer transform of the pods that are not
 // owner's, storing them as *PodUsage for capacity math. Every pod that runs
 // on a node and is not the binding's own holds what it requests, pods of
 // other bindings (of this virtual cluster or another) included: they run on
@@ -111,7 +111,7 @@ func (u *PodUsage) DeepCopyObject() runtime.Object {
 // host ports and lend its node twice over. Its binding adopts it (stamps its
 // identity) the first time it reconciles it, and from then on it counts
 // for every other binding.
-func CompactForeignPod(owner ownership.Owner) cache.TransformFunc {
+func ForeignPod(owner ownership.Owner) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -138,3 +138,15 @@ func HostPortsOf(obj any) (cache.ObjectName, string, []hostports.Port, bool) {
 	}
 	return key, u.NodeName, u.HostPorts, true
 }
+
+// PodUsage implements metav1.Object so informers can key, index and hand it
+// to typed event handlers. Only namespace, name and resourceVersion are
+// kept; the rest is Unkept.
+var _ metav1.Object = &PodUsage{}
+
+func (u *PodUsage) GetNamespace() string              { return u.Namespace }
+func (u *PodUsage) SetNamespace(namespace string)     { u.Namespace = namespace }
+func (u *PodUsage) GetName() string                   { return u.Name }
+func (u *PodUsage) SetName(name string)               { u.Name = name }
+func (u *PodUsage) GetResourceVersion() string        { return u.ResourceVersion }
+func (u *PodUsage) SetResourceVersion(version string) { u.ResourceVersion = version }

@@ -1,16 +1,11 @@
-package syncer
+package compact
 
 import (
 	"reflect"
-	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-
-	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/intern"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
 )
 
 // The informer transform of the pod caches. A syncer caches each synced
@@ -19,44 +14,49 @@ import (
 // values, annotation keys, images, container and volume names, mount
 // paths, condition types and reasons, node names; most of them carry the
 // same labels, probes, environment and volume sources. compactPod shares
-// those strings, maps and parts (package intern), sizes the slices that
+// those strings, maps and parts (intern.go), sizes the slices that
 // decoding grows by doubling to fit, and keeps every field, so nothing
 // changes for readers; the controllers write
 // pods back from what they read (after a DeepCopy, as cached objects are
 // shared and read-only).
 
-// compactPods shares the repeating strings of pods and the labels and
-// annotations of any other object a scope holds.
-func compactPods(obj any) (any, error) {
+// Transforms are the informer transforms of the pods and owned objects a
+// syncer caches. ownAnnotations are the annotations whose values tie one
+// object to its twin (names, UIDs) or time its renewal: those values are
+// the object's own and stay as decoded, as a canonical copy of them would
+// only add an entry of the interning table to each.
+type Transforms struct{ ownAnnotations map[string]bool }
+
+// NewTransforms returns the transforms that keep the values of
+// ownAnnotations as decoded.
+func NewTransforms(ownAnnotations ...string) Transforms {
+	own := make(map[string]bool, len(ownAnnotations))
+	for _, key := range ownAnnotations {
+		own[key] = true
+	}
+	return Transforms{ownAnnotations: own}
+}
+
+// Pods shares the repeating strings of pods and the labels and annotations
+// of any other object a scope holds, keeping every field.
+func (t Transforms) Pods(obj any) (any, error) {
 	if pod, ok := obj.(*corev1.Pod); ok {
-		compactPod(pod)
+		t.compactPod(pod)
 		return pod, nil
 	}
 	if accessor, err := meta.Accessor(obj); err == nil {
-		accessor.SetLabels(intern.SharedMap(accessor.GetLabels()))
-		accessor.SetAnnotations(compactAnnotations(accessor.GetAnnotations()))
+		accessor.SetLabels(SharedMap(accessor.GetLabels()))
+		accessor.SetAnnotations(t.compactAnnotations(accessor.GetAnnotations()))
 	}
 	return obj, nil
 }
 
 // compactAnnotations shares annotation keys, and the values that repeat
 // across objects (among them the physical pod's last-applied state, the
-// same for the pods of one workload); the values of the annotations that
-// tie one object to its twin (names, UIDs) or time its renewal are its
-// own, and stay as decoded.
-func compactAnnotations(annotations map[string]string) map[string]string {
-	return intern.MapOwn(annotations, ownAnnotation)
-}
-
-func ownAnnotation(key string) bool {
-	switch key {
-	case kubeoceanv1alpha1.AnnotationPhysicalPodName, kubeoceanv1alpha1.AnnotationPhysicalPodUID,
-		kubeoceanv1alpha1.AnnotationVirtualPodName, kubeoceanv1alpha1.AnnotationVirtualPodUID,
-		kubeoceanv1alpha1.AnnotationPhysicalName, kubeoceanv1alpha1.AnnotationVirtualName,
-		kubeoceanv1alpha1.AnnotationLastSyncTime, pod.AnnotationTokenRefreshAt:
-		return true
-	}
-	return false
+// same for the pods of one workload); the values of ownAnnotations stay as
+// decoded.
+func (t Transforms) compactAnnotations(annotations map[string]string) map[string]string {
+	return InternMapOwn(annotations, func(key string) bool { return t.ownAnnotations[key] })
 }
 
 // fit returns s in an array of its length: decoding appends element by
@@ -69,14 +69,14 @@ func fit[T any](s []T) []T {
 	return append(make([]T, 0, len(s)), s...)
 }
 
-// shared is intern.String for the string types of the API.
-func shared[T ~string](s T) T { return T(intern.String(string(s))) }
+// shared is Intern for the string types of the API.
+func shared[T ~string](s T) T { return T(Intern(string(s))) }
 
-func compactPod(pod *corev1.Pod) {
+func (t Transforms) compactPod(pod *corev1.Pod) {
 	pod.Namespace = shared(pod.Namespace)
 	pod.GenerateName = shared(pod.GenerateName)
-	pod.Labels = intern.SharedMap(pod.Labels)
-	pod.Annotations = compactAnnotations(pod.Annotations)
+	pod.Labels = SharedMap(pod.Labels)
+	pod.Annotations = t.compactAnnotations(pod.Annotations)
 	for i := range pod.OwnerReferences {
 		ref := &pod.OwnerReferences[i]
 		ref.APIVersion, ref.Kind, ref.Name = shared(ref.APIVersion), shared(ref.Kind), shared(ref.Name)
@@ -102,7 +102,7 @@ func compactPod(pod *corev1.Pod) {
 		policy := shared(*spec.PreemptionPolicy)
 		spec.PreemptionPolicy = &policy
 	}
-	spec.NodeSelector = intern.SharedMap(spec.NodeSelector)
+	spec.NodeSelector = SharedMap(spec.NodeSelector)
 	spec.SecurityContext = shareValue(podSecurityContexts, spec.SecurityContext)
 	spec.Affinity = shareValue(affinities, spec.Affinity)
 	spec.DNSConfig = shareValue(dnsConfigs, spec.DNSConfig)
@@ -239,8 +239,8 @@ type encoded interface {
 // byValue shares equal values of T: equal as Go values (so a quantity
 // written otherwise is another value), found by what the API writes of
 // them.
-func byValue[T encoded](canonical func(T) T) *intern.Values[T] {
-	return intern.NewValues(hashEncoded[T], equalValues[T], canonical)
+func byValue[T encoded](canonical func(T) T) *values[T] {
+	return newValues(hashEncoded[T], equalValues[T], canonical)
 }
 
 // byListValue shares equal lists of T; canonical keeps a list in an array
@@ -248,7 +248,7 @@ func byValue[T encoded](canonical func(T) T) *intern.Values[T] {
 func byListValue[T any, P interface {
 	*T
 	encoded
-}](canonical func([]T) []T) *intern.Values[[]T] {
+}](canonical func([]T) []T) *values[[]T] {
 	hash := func(list []T) uint64 {
 		h := uint64(len(list))
 		for i := range list {
@@ -256,14 +256,14 @@ func byListValue[T any, P interface {
 		}
 		return h
 	}
-	return intern.NewValues(hash, equalValues[[]T], canonical)
+	return newValues(hash, equalValues[[]T], canonical)
 }
 
 // shareValue is the shared value equal to v; nil stays nil.
 func shareValue[T any, P interface {
 	*T
 	encoded
-}](values *intern.Values[P], v P) P {
+}](values *values[P], v P) P {
 	if v == nil {
 		return nil
 	}
@@ -272,7 +272,7 @@ func shareValue[T any, P interface {
 
 // shareList is the shared list equal to list; an empty list stays as it
 // is.
-func shareList[T any](values *intern.Values[[]T], list []T) []T {
+func shareList[T any](values *values[[]T], list []T) []T {
 	if len(list) == 0 {
 		return list
 	}
@@ -297,7 +297,7 @@ func hashEncoded[T encoded](v T) uint64 {
 	if err != nil {
 		return 0 // cannot happen for a decoded object; all such share one bucket
 	}
-	return intern.HashBytes(data[size-n:]) // written from the end
+	return hashBytes(data[size-n:]) // written from the end
 }
 
 var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
@@ -355,12 +355,12 @@ func compactContainerStatus(s *corev1.ContainerStatus) {
 
 // tolerations shares the tolerations of pods: those admission adds to
 // every pod (not-ready and unreachable for 300 s) and those of a workload.
-var tolerations = intern.NewValues(hashTolerations, equalValues[[]corev1.Toleration], compactTolerations)
+var tolerations = newValues(hashTolerations, equalValues[[]corev1.Toleration], compactTolerations)
 
 func hashTolerations(list []corev1.Toleration) uint64 {
 	h := uint64(len(list))
 	for _, t := range list {
-		h = h*prime64 ^ intern.Hash(t.Key) ^ intern.Hash(t.Value)<<1 ^ intern.Hash(string(t.Effect))<<2 ^ intern.Hash(string(t.Operator))<<3
+		h = h*prime64 ^ hashString(t.Key) ^ hashString(t.Value)<<1 ^ hashString(string(t.Effect))<<2 ^ hashString(string(t.Operator))<<3
 		if t.TolerationSeconds != nil {
 			h ^= uint64(*t.TolerationSeconds) + 1
 		}
@@ -381,7 +381,7 @@ func compactTolerations(list []corev1.Toleration) []corev1.Toleration {
 // kubelet reports as allocated) that the containers of one workload have
 // in common. Lists count as equal only when they would be written alike:
 // the same value in the same format.
-var resourceLists = intern.NewValues(hashResources, identicalResources, compactResources)
+var resourceLists = newValues(hashResources, identicalResources, compactResources)
 
 func shareResources(list corev1.ResourceList) corev1.ResourceList {
 	if list == nil {
@@ -399,7 +399,7 @@ func shareRequirements(r *corev1.ResourceRequirements) {
 func hashResources(list corev1.ResourceList) uint64 {
 	h := uint64(len(list))
 	for name, q := range list {
-		h += intern.Hash(string(name))*prime64 ^ intern.Hash(q.String())
+		h += hashString(string(name))*prime64 ^ hashString(q.String())
 	}
 	return h
 }
@@ -415,88 +415,4 @@ func identicalResources(a, b corev1.ResourceList) bool {
 		}
 	}
 	return true
-}
-
-// The informer transform of the binding's physical objects (boundScope).
-// Nothing writes a physical pod back from the cache: the controllers
-// create it from the virtual pod, patch it (three-way merge, ephemeral
-// containers) and delete it by UID. So its cached copy needs only what
-// they read, and the spec is most of a pod: volumes (the token's projected
-// volume, copies), environment, mounts, probes, tolerations. Readers:
-// topdown/pod (merge.go: labels, annotations, deadline, images;
-// ephemeral.go: ephemeral container names; the mapping annotations and
-// status), bottomup/podstatus (status), kubeletapi (node name, annotations),
-// unbind, the latency and binding metrics (status), dependents (annotations).
-
-// compactPhysical slims the binding's physical pods (slimPhysicalPod),
-// shares the repeating strings of them and of the copies beside them, and
-// shares the slim container lists, which the pods of one workload have in
-// common; it keeps each pod as a physicalPod record.
-func compactPhysical(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return compactPods(obj)
-	}
-	slimPhysicalPod(pod)
-	compactPod(pod)
-	pod.Spec.InitContainers = shareContainers(pod.Spec.InitContainers)
-	pod.Spec.Containers = shareContainers(pod.Spec.Containers)
-	return recordPhysicalPod(pod), nil
-}
-
-// slimContainers shares the lists of names and images of slimPhysicalPod.
-var slimContainers = intern.NewValues(hashNamesAndImages, sameNamesAndImages, func(c []corev1.Container) []corev1.Container { return c })
-
-func shareContainers(containers []corev1.Container) []corev1.Container {
-	if len(containers) == 0 {
-		return containers
-	}
-	return slimContainers.Of(containers)
-}
-
-func hashNamesAndImages(containers []corev1.Container) uint64 {
-	h := uint64(len(containers))
-	for _, c := range containers {
-		h = (h*prime64^intern.Hash(c.Name))*prime64 ^ intern.Hash(c.Image)
-	}
-	return h
-}
-
-// prime64 is the 64-bit FNV prime, to combine hashes in order.
-const prime64 = 1099511628211
-
-func sameNamesAndImages(a, b []corev1.Container) bool {
-	return slices.EqualFunc(a, b, func(x, y corev1.Container) bool { return x.Name == y.Name && x.Image == y.Image })
-}
-
-// slimPhysicalPod keeps of a physical pod's spec the node, the deadline and
-// each container's name and image (nothing else: sameNamesAndImages
-// compares only those); metadata and status stay whole.
-func slimPhysicalPod(pod *corev1.Pod) {
-	spec := &pod.Spec
-	ephemeral := make([]corev1.EphemeralContainer, len(spec.EphemeralContainers))
-	for i, c := range spec.EphemeralContainers {
-		ephemeral[i].Name, ephemeral[i].Image = c.Name, c.Image
-	}
-	*spec = corev1.PodSpec{
-		NodeName:              spec.NodeName,
-		ActiveDeadlineSeconds: spec.ActiveDeadlineSeconds,
-		InitContainers:        namesAndImages(spec.InitContainers),
-		Containers:            namesAndImages(spec.Containers),
-		EphemeralContainers:   ephemeral,
-	}
-	if len(ephemeral) == 0 {
-		spec.EphemeralContainers = nil
-	}
-}
-
-func namesAndImages(containers []corev1.Container) []corev1.Container {
-	if containers == nil {
-		return nil
-	}
-	out := make([]corev1.Container, len(containers))
-	for i, c := range containers {
-		out[i].Name, out[i].Image = c.Name, c.Image
-	}
-	return out
 }

@@ -1,11 +1,9 @@
-package syncer
+package compact
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubeocean/kubeocean/internal/intern"
 )
 
 // The informer transforms of the node caches. A syncer caches every lent
@@ -13,14 +11,14 @@ import (
 // what one node says is mostly what the next one says: the same label keys
 // and values, condition reasons and messages, OS and runtime versions. As
 // decoded, each node holds a private copy of all of it. The transforms
-// share those strings (package intern), size maps and slices to fit, and
+// share those strings (intern.go), size maps and slices to fit, and
 // keep of physical nodes only what the controllers read.
 
-// compactPhysicalNode keeps of a physical node what the node controller
+// PhysicalNode keeps of a physical node what the node controller
 // (selection, labels, taints, cordon, status it copies, allocatable) and
 // the lease controller (readiness) read. Annotations, the image list,
 // volume bookkeeping, capacity and the rest are dropped.
-func compactPhysicalNode(obj any) (any, error) {
+func PhysicalNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
@@ -32,7 +30,7 @@ func compactPhysicalNode(obj any) (any, error) {
 			ResourceVersion:   node.ResourceVersion,
 			CreationTimestamp: node.CreationTimestamp,
 			DeletionTimestamp: node.DeletionTimestamp,
-			Labels:            intern.Map(node.Labels),
+			Labels:            InternMap(node.Labels),
 		},
 		Spec: corev1.NodeSpec{
 			Taints:        compactTaints(node.Spec.Taints),
@@ -48,13 +46,13 @@ func compactPhysicalNode(obj any) (any, error) {
 	}, nil
 }
 
-// compactOwned shares the repeating strings of the virtual objects a
+// Owned shares the repeating strings of the virtual objects a
 // syncer owns, keeping every field: the controllers write these objects
 // back from what they read.
-func compactOwned(obj any) (any, error) {
+func (t Transforms) Owned(obj any) (any, error) {
 	if accessor, err := meta.Accessor(obj); err == nil {
-		accessor.SetLabels(intern.Map(accessor.GetLabels()))
-		accessor.SetAnnotations(compactAnnotations(accessor.GetAnnotations()))
+		accessor.SetLabels(InternMap(accessor.GetLabels()))
+		accessor.SetAnnotations(t.compactAnnotations(accessor.GetAnnotations()))
 	}
 	node, ok := obj.(*corev1.Node)
 	if !ok {
@@ -83,7 +81,7 @@ func compactResources(list corev1.ResourceList) corev1.ResourceList {
 	}
 	out := make(corev1.ResourceList, len(list))
 	for name, q := range list {
-		out[corev1.ResourceName(intern.String(string(name)))] = q
+		out[corev1.ResourceName(Intern(string(name)))] = q
 	}
 	return out
 }
@@ -110,10 +108,10 @@ func compactConditions(conditions []corev1.NodeCondition) []corev1.NodeCondition
 	}
 	out := make([]corev1.NodeCondition, len(conditions))
 	for i, c := range conditions {
-		c.Type = corev1.NodeConditionType(intern.String(string(c.Type)))
-		c.Status = corev1.ConditionStatus(intern.String(string(c.Status)))
-		c.Reason = intern.String(c.Reason)
-		c.Message = intern.String(c.Message)
+		c.Type = corev1.NodeConditionType(Intern(string(c.Type)))
+		c.Status = corev1.ConditionStatus(Intern(string(c.Status)))
+		c.Reason = Intern(c.Reason)
+		c.Message = Intern(c.Message)
 		out[i] = c
 	}
 	return out
@@ -125,8 +123,8 @@ func compactTaints(taints []corev1.Taint) []corev1.Taint {
 	}
 	out := make([]corev1.Taint, len(taints))
 	for i, t := range taints {
-		t.Key, t.Value = intern.String(t.Key), intern.String(t.Value)
-		t.Effect = corev1.TaintEffect(intern.String(string(t.Effect)))
+		t.Key, t.Value = Intern(t.Key), Intern(t.Value)
+		t.Effect = corev1.TaintEffect(Intern(string(t.Effect)))
 		out[i] = t
 	}
 	return out
@@ -135,12 +133,12 @@ func compactTaints(taints []corev1.Taint) []corev1.Taint {
 // compactNodeInfo shares what nodes of one pool have in common; the
 // machine, system and boot IDs are each node's own and stay as they are.
 func compactNodeInfo(info corev1.NodeSystemInfo) corev1.NodeSystemInfo {
-	info.KernelVersion = intern.String(info.KernelVersion)
-	info.OSImage = intern.String(info.OSImage)
-	info.ContainerRuntimeVersion = intern.String(info.ContainerRuntimeVersion)
-	info.KubeletVersion = intern.String(info.KubeletVersion)
-	info.KubeProxyVersion = intern.String(info.KubeProxyVersion) //nolint:staticcheck // still reported by older kubelets
-	info.OperatingSystem = intern.String(info.OperatingSystem)
-	info.Architecture = intern.String(info.Architecture)
+	info.KernelVersion = Intern(info.KernelVersion)
+	info.OSImage = Intern(info.OSImage)
+	info.ContainerRuntimeVersion = Intern(info.ContainerRuntimeVersion)
+	info.KubeletVersion = Intern(info.KubeletVersion)
+	info.KubeProxyVersion = Intern(info.KubeProxyVersion) //nolint:staticcheck // still reported by older kubelets
+	info.OperatingSystem = Intern(info.OperatingSystem)
+	info.Architecture = Intern(info.Architecture)
 	return info
 }

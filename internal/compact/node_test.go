@@ -1,7 +1,6 @@
-package syncer
+package compact
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
@@ -47,14 +46,9 @@ func decodedNode(name string) *corev1.Node {
 
 func sameMemory(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
-// sameMap reports whether a and b are one map, not two equal ones.
-func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
 func TestCompactPhysicalNodeKeepsWhatControllersRead(t *testing.T) {
 	full := decodedNode("worker-a")
-	obj, err := compactPhysicalNode(full.DeepCopy())
+	obj, err := PhysicalNode(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +69,7 @@ func TestCompactPhysicalNodeKeepsWhatControllersRead(t *testing.T) {
 		t.Fatalf("conditions hold capacity %d for %d", cap(got.Status.Conditions), len(got.Status.Conditions))
 	}
 
-	other, _ := compactPhysicalNode(decodedNode("worker-b"))
+	other, _ := PhysicalNode(decodedNode("worker-b"))
 	b := other.(*corev1.Node)
 	if !sameMemory(got.Labels["topology.kubernetes.io/zone"], b.Labels["topology.kubernetes.io/zone"]) ||
 		!sameMemory(got.Status.Conditions[0].Message, b.Status.Conditions[0].Message) ||
@@ -85,25 +79,25 @@ func TestCompactPhysicalNodeKeepsWhatControllersRead(t *testing.T) {
 	}
 
 	tombstone := "not a node"
-	if kept, _ := compactPhysicalNode(tombstone); kept != tombstone {
+	if kept, _ := PhysicalNode(tombstone); kept != tombstone {
 		t.Fatal("objects other than nodes must pass unchanged")
 	}
 }
 
 func TestCompactOwnedKeepsEveryField(t *testing.T) {
 	node := decodedNode("vnode-c1-worker-a")
-	obj, err := compactOwned(node.DeepCopy())
+	obj, err := testTransforms.Owned(node.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := obj.(*corev1.Node)
 	if !equality.Semantic.DeepEqual(got, node) {
-		t.Fatalf("compactOwned changed the virtual node:\n%+v\nwant\n%+v", got, node)
+		t.Fatalf("testTransforms.Owned changed the virtual node:\n%+v\nwant\n%+v", got, node)
 	}
 	if sameMap(got.Status.Capacity, got.Status.Allocatable) {
 		t.Fatal("allocatable differs from capacity here and must stay its own map")
 	}
-	other, _ := compactOwned(decodedNode("vnode-c1-worker-b"))
+	other, _ := testTransforms.Owned(decodedNode("vnode-c1-worker-b"))
 	b := other.(*corev1.Node)
 	if !sameMemory(got.Annotations["node.alpha.kubernetes.io/ttl"], b.Annotations["node.alpha.kubernetes.io/ttl"]) ||
 		!sameMemory(got.Status.Conditions[0].Reason, b.Status.Conditions[0].Reason) {
@@ -112,9 +106,9 @@ func TestCompactOwnedKeepsEveryField(t *testing.T) {
 
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-node-lease", Name: "vnode-c1-worker-a",
 		Labels: map[string]string{"kubeocean.io/cluster-id": strings.Clone("c1")}}}
-	kept, err := compactOwned(lease.DeepCopy())
+	kept, err := testTransforms.Owned(lease.DeepCopy())
 	if err != nil || !equality.Semantic.DeepEqual(kept, lease) {
-		t.Fatalf("compactOwned changed a Lease: %+v, %v", kept, err)
+		t.Fatalf("testTransforms.Owned changed a Lease: %+v, %v", kept, err)
 	}
 }
 
@@ -122,10 +116,10 @@ func TestCompactOwnedSharesCapacityWithEqualAllocatable(t *testing.T) {
 	node := decodedNode("vnode-c1-worker-a")
 	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")}
 	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4000m"), corev1.ResourceMemory: resource.MustParse("16Gi")}
-	obj, _ := compactOwned(node.DeepCopy())
+	obj, _ := testTransforms.Owned(node.DeepCopy())
 	got := obj.(*corev1.Node)
 	if !equality.Semantic.DeepEqual(got, node) {
-		t.Fatalf("compactOwned changed the virtual node:\n%+v\nwant\n%+v", got, node)
+		t.Fatalf("testTransforms.Owned changed the virtual node:\n%+v\nwant\n%+v", got, node)
 	}
 	if !sameMap(got.Status.Capacity, got.Status.Allocatable) {
 		t.Fatal("equal capacity and allocatable are held twice")

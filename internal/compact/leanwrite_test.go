@@ -1,4 +1,4 @@
-package leanwrite
+package compact
 
 import (
 	"encoding/json"
@@ -31,7 +31,7 @@ func TestWholeObjectInJSON(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(&rest.Config{Host: server.URL})
 
 	sent := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: "node-1"}}
-	created, err := CoreV1(kube.CoreV1()).Pods("ns").Create(t.Context(), sent, metav1.CreateOptions{})
+	created, err := LeanWrites(kube.CoreV1()).Pods("ns").Create(t.Context(), sent, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package syncer
+package compact
 
 import (
 	"context"
@@ -48,8 +48,8 @@ func TestPhysicalPodInformerShowsRecordsAsPods(t *testing.T) {
 		return false, nil, nil
 	})
 	cluster := informers.NewCluster("physical", client, kubeoceanfake.NewClientset(), 0)
-	records := cluster.Kube(boundScope(owner, "mount")).Core().V1().Pods().Informer()
-	pods := physicalPodInformer{records}
+	records := cluster.Kube(informers.Scope{Namespace: "mount", LabelSelector: owner.Selector(), Slim: testTransforms.Physical, SlimName: "physical"}).Core().V1().Pods().Informer()
+	pods := PhysicalPods(records)
 
 	byNode := "byNode"
 	if err := pods.Informer().AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
@@ -87,7 +87,7 @@ func TestPhysicalPodInformerShowsRecordsAsPods(t *testing.T) {
 	}
 
 	stored, _, _ := records.GetStore().GetByKey("mount/web-x")
-	if _, ok := stored.(*physicalPod); !ok {
+	if _, ok := stored.(*PhysicalPod); !ok {
 		t.Fatalf("the cache holds a %T, want a record", stored)
 	}
 	got, err := pods.Lister().Pods("mount").Get("web-x")
@@ -144,7 +144,7 @@ func TestPhysicalPodInformerShowsRecordsAsPods(t *testing.T) {
 	}
 
 	// A tombstone's record becomes a Pod too; anything else stays as is.
-	record, _ := compactPhysical(physical.DeepCopy())
+	record, _ := testTransforms.Physical(physical.DeepCopy())
 	tombstone := asPod(cache.DeletedFinalStateUnknown{Key: "mount/web-x", Obj: record}).(cache.DeletedFinalStateUnknown)
 	if pod, ok := tombstone.Obj.(*corev1.Pod); !ok || pod.Name != "web-x" {
 		t.Errorf("a tombstone's record reads as %T", tombstone.Obj)
@@ -152,8 +152,8 @@ func TestPhysicalPodInformerShowsRecordsAsPods(t *testing.T) {
 	if secret := (&corev1.Secret{}); asPod(secret) != any(secret) {
 		t.Error("asPod changed a Secret")
 	}
-	original := record.(*physicalPod)
-	if copied := original.DeepCopyObject().(*physicalPod); copied == original || !reflect.DeepEqual(copied.Pod(), original.Pod()) {
+	original := record.(*PhysicalPod)
+	if copied := original.DeepCopyObject().(*PhysicalPod); copied == original || !reflect.DeepEqual(copied.Pod(), original.Pod()) {
 		t.Error("DeepCopyObject does not copy the record")
 	}
 }
@@ -165,14 +165,14 @@ func TestPhysicalPodsOn(t *testing.T) {
 	pod := func(name, node string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: name}, Spec: corev1.PodSpec{NodeName: node}}
 	}
-	record, _ := compactPhysical(pod("a", "worker-1"))
+	record, _ := testTransforms.Physical(pod("a", "worker-1"))
 	for _, obj := range []any{record, pod("b", "worker-1"), pod("c", "worker-2")} {
 		if err := store.Add(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var names []string
-	for _, obj := range physicalPodsOn(store)("worker-1") {
+	for _, obj := range PhysicalPodsOn(store)("worker-1") {
 		names = append(names, obj.GetName())
 	}
 	slices.Sort(names)

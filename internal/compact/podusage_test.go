@@ -1,4 +1,4 @@
-package capacity
+package compact
 
 import (
 	"testing"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/capacity"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 )
 
@@ -32,8 +33,8 @@ func TestPodUsageMatchesPodRequests(t *testing.T) {
 	if u.GetLabels() != nil || u.GetAnnotations() != nil || u.GetUID() != "" {
 		t.Fatal("PodUsage must not keep labels, annotations or the UID")
 	}
-	if total := usageOn("n1", u); !equality.Semantic.DeepEqual(total, PodRequests(pod)) {
-		t.Fatalf("usage = %v, want %v", total, PodRequests(pod))
+	if total := usageOn("n1", u); !equality.Semantic.DeepEqual(total, capacity.PodRequests(pod)) {
+		t.Fatalf("usage = %v, want %v", total, capacity.PodRequests(pod))
 	}
 
 	copied := u.DeepCopyObject().(*PodUsage)
@@ -63,8 +64,8 @@ func TestPodUsageOfABestEffortPodStillTakesASlot(t *testing.T) {
 	if len(u.Requests()) != 0 {
 		t.Fatalf("a pod without requests holds %v", u.Requests())
 	}
-	if total := usageOn("n1", u); !equality.Semantic.DeepEqual(total, PodRequests(pod)) {
-		t.Fatalf("usage = %v, want %v", total, PodRequests(pod))
+	if total := usageOn("n1", u); !equality.Semantic.DeepEqual(total, capacity.PodRequests(pod)) {
+		t.Fatalf("usage = %v, want %v", total, capacity.PodRequests(pod))
 	}
 }
 
@@ -96,7 +97,7 @@ func TestCompactForeignPodCountsEveryPodButTheBindingsOwn(t *testing.T) {
 		{"the binding's own pod", owner.Stamp(nil), false},
 		{"a legacy pod", legacy, false},
 	}
-	compact := CompactForeignPod(owner)
+	compact := ForeignPod(owner)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{
@@ -119,4 +120,18 @@ func TestCompactForeignPodCountsEveryPodButTheBindingsOwn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// list is a resource list of name, quantity pairs.
+func list(pairs ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		l[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return l
+}
+
+// container is a container requesting list(pairs...).
+func container(pairs ...string) corev1.Container {
+	return corev1.Container{Name: "c", Resources: corev1.ResourceRequirements{Requests: list(pairs...)}}
 }

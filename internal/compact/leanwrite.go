@@ -1,19 +1,4 @@
-// Package leanwrite wraps a cluster's core/v1 client so that its writes of
-// pods and Secrets ask the API server to answer with the stored object's
-// metadata only (as=PartialObjectMetadata, as the metadata client does for
-// reads).
-//
-// A write's answer is otherwise the whole object, which the API server
-// encodes and the client reads and decodes only for the caller to look at
-// its name, UID or resourceVersion: for the syncer, three whole pods and a
-// Secret per pod it creates, about a fifth of what it allocates in a burst.
-//
-// Create, Update and UpdateStatus return the object as sent, with the
-// metadata the API server stored it with. What the API server sets beyond
-// the metadata (defaults of the spec, a mutating webhook's changes, the
-// status on a create) is not in it: a caller that reads those must use the
-// unwrapped client. Everything else passes through unchanged.
-package leanwrite
+package compact
 
 import (
 	"context"
@@ -39,10 +24,25 @@ const acceptMetadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMeta
 // object written in JSON.
 var metadataDecoder = metainternalscheme.Codecs.UniversalDeserializer()
 
-// CoreV1 returns client with lean writes of pods and Secrets. client must
-// be a real client: the fake clientsets have no REST client to send them
-// with, so tests that use one pass it unwrapped.
-func CoreV1(client corev1client.CoreV1Interface) corev1client.CoreV1Interface {
+// LeanWrites wraps a cluster's core/v1 client so that its
+// writes of pods and Secrets ask the API server to answer with the stored
+// object's metadata only (as=PartialObjectMetadata, as the metadata client
+// does for reads).
+//
+// A write's answer is otherwise the whole object, which the API server
+// encodes and the client reads and decodes only for the caller to look at
+// its name, UID or resourceVersion: for the syncer, three whole pods and a
+// Secret per pod it creates, about a fifth of what it allocates in a burst.
+//
+// Create, Update and UpdateStatus return the object as sent, with the
+// metadata the API server stored it with. What the API server sets beyond
+// the metadata (defaults of the spec, a mutating webhook's changes, the
+// status on a create) is not in it: a caller that reads those must use the
+// unwrapped client. Everything else passes through unchanged.
+//
+// client must be a real client: the fake clientsets have no REST client to send
+// them with, so tests that use one pass it unwrapped.
+func LeanWrites(client corev1client.CoreV1Interface) corev1client.CoreV1Interface {
 	return coreV1{CoreV1Interface: client}
 }
 
@@ -51,44 +51,44 @@ type coreV1 struct {
 }
 
 func (c coreV1) Pods(namespace string) corev1client.PodInterface {
-	return pods{PodInterface: c.CoreV1Interface.Pods(namespace), writer: writer{c.RESTClient(), namespace, "pods"}}
+	return leanPods{PodInterface: c.CoreV1Interface.Pods(namespace), writer: writer{c.RESTClient(), namespace, "pods"}}
 }
 
 func (c coreV1) Secrets(namespace string) corev1client.SecretInterface {
-	return secrets{SecretInterface: c.CoreV1Interface.Secrets(namespace), writer: writer{c.RESTClient(), namespace, "secrets"}}
+	return leanSecrets{SecretInterface: c.CoreV1Interface.Secrets(namespace), writer: writer{c.RESTClient(), namespace, "secrets"}}
 }
 
-type pods struct {
+type leanPods struct {
 	corev1client.PodInterface
 	writer
 }
 
-func (p pods) Create(ctx context.Context, pod *corev1.Pod, opts metav1.CreateOptions) (*corev1.Pod, error) {
+func (p leanPods) Create(ctx context.Context, pod *corev1.Pod, opts metav1.CreateOptions) (*corev1.Pod, error) {
 	meta, err := p.write(ctx, p.client.Post(), "", "", pod, &opts)
 	return withMeta(pod, meta, err)
 }
 
-func (p pods) Update(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error) {
+func (p leanPods) Update(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error) {
 	meta, err := p.write(ctx, p.client.Put(), pod.Name, "", pod, &opts)
 	return withMeta(pod, meta, err)
 }
 
-func (p pods) UpdateStatus(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error) {
+func (p leanPods) UpdateStatus(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error) {
 	meta, err := p.write(ctx, p.client.Put(), pod.Name, "status", pod, &opts)
 	return withMeta(pod, meta, err)
 }
 
-type secrets struct {
+type leanSecrets struct {
 	corev1client.SecretInterface
 	writer
 }
 
-func (s secrets) Create(ctx context.Context, secret *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
+func (s leanSecrets) Create(ctx context.Context, secret *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
 	meta, err := s.write(ctx, s.client.Post(), "", "", secret, &opts)
 	return withMeta(secret, meta, err)
 }
 
-func (s secrets) Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
+func (s leanSecrets) Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
 	meta, err := s.write(ctx, s.client.Put(), secret.Name, "", secret, &opts)
 	return withMeta(secret, meta, err)
 }

@@ -1,4 +1,4 @@
-package syncer
+package compact
 
 import (
 	"reflect"
@@ -10,7 +10,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
-// twinStatuses lets a cached virtual pod share, with the cached physical
+// TwinStatuses lets a cached virtual pod share, with the cached physical
 // pod it was made for, the parts of its status that the status copy
 // (bottomup/podstatus) takes over from that pod as they are: container
 // statuses, pod and host IPs, start time. Every synced pod is cached
@@ -24,17 +24,29 @@ import (
 // the physical pod of the virtual pod's mapping annotations that was made
 // for this virtual pod (its UID annotation). Cached objects are read-only,
 // and a DeepCopy of either pod separates the parts again.
-type twinStatuses struct {
-	// physical is the cache of the binding's physical pods (physicalPod
+type TwinStatuses struct {
+	// Physical is the cache of the binding's physical pods (PhysicalPod
 	// records, or Pods where an informer has no transform); nil until the
 	// syncer asks for it, and then set before the informers start.
-	physical cache.Indexer
+	Physical cache.Indexer
 }
 
-// share points the status parts of virtual that equal those of its
+// VirtualPods is Pods followed by twins.Share: the transform of the
+// virtual pods a syncer runs. twins may be nil: nothing is shared.
+func (t Transforms) VirtualPods(twins *TwinStatuses) func(obj any) (any, error) {
+	return func(obj any) (any, error) {
+		obj, err := t.Pods(obj)
+		if pod, ok := obj.(*corev1.Pod); ok && err == nil {
+			twins.Share(pod)
+		}
+		return obj, err
+	}
+}
+
+// Share points the status parts of virtual that equal those of its
 // physical twin at the twin's.
-func (t *twinStatuses) share(virtual *corev1.Pod) {
-	if t == nil || t.physical == nil {
+func (t *TwinStatuses) Share(virtual *corev1.Pod) {
+	if t == nil || t.Physical == nil {
 		return
 	}
 	namespace := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace]
@@ -42,12 +54,12 @@ func (t *twinStatuses) share(virtual *corev1.Pod) {
 	if namespace == "" || name == "" {
 		return
 	}
-	obj, exists, err := t.physical.GetByKey(namespace + "/" + name)
+	obj, exists, err := t.Physical.GetByKey(namespace + "/" + name)
 	if err != nil || !exists {
 		return
 	}
 	physical, ok := obj.(metav1.Object)
-	twin := physicalPodStatus(obj)
+	twin := PhysicalPodStatus(obj)
 	if !ok || twin == nil || physical.GetAnnotations()[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtual.UID) {
 		return
 	}

@@ -1,4 +1,4 @@
-package capacity
+package compact
 
 import (
 	"slices"
@@ -51,7 +51,7 @@ func (s requestSet) amounts() []Amount {
 		name, milli, _ := strings.Cut(pair, "=")
 		v, err := strconv.ParseInt(milli, 10, 64)
 		if err != nil {
-			panic("resources: a request set encoded by internRequests does not parse: " + pair)
+			panic("compact: a request set encoded by internRequests does not parse: " + pair)
 		}
 		out = append(out, Amount{Name: corev1.ResourceName(name), Milli: v})
 	}

@@ -1,4 +1,4 @@
-package syncer
+package compact
 
 import (
 	"reflect"
@@ -17,12 +17,12 @@ import (
 // its status copy took over from its physical twin, and only those that
 // equal the twin's, and only with the twin made for it.
 func TestVirtualPodSharesTheStatusCopiedFromItsTwin(t *testing.T) {
-	// The syncer's cache of physical pods holds records (compactPhysical);
-	// an informer without that transform, Pods. Through compactPhysical,
+	// The syncer's cache of physical pods holds records (testTransforms.Physical);
+	// an informer without that transform, Pods. Through testTransforms.Physical,
 	// the conditions are shared by value (conditionLists), twins or not:
 	// there the test leaves them out.
 	t.Run("record", func(t *testing.T) {
-		testTwins(t, func(pod *corev1.Pod) any { record, _ := compactPhysical(pod); return record }, false)
+		testTwins(t, func(pod *corev1.Pod) any { record, _ := testTransforms.Physical(pod); return record }, false)
 	})
 	t.Run("pod", func(t *testing.T) { testTwins(t, func(pod *corev1.Pod) any { return pod }, true) })
 }
@@ -47,7 +47,7 @@ func testTwins(t *testing.T, cachedForm func(*corev1.Pod) any, checkConditions b
 	if err := store.Add(cachedForm(physical)); err != nil {
 		t.Fatal(err)
 	}
-	twins := &twinStatuses{physical: store}
+	twins := &TwinStatuses{Physical: store}
 	virtualPod := func(uid string, status corev1.PodStatus) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", UID: "virtual-uid", Annotations: map[string]string{
@@ -59,7 +59,7 @@ func testTwins(t *testing.T, cachedForm func(*corev1.Pod) any, checkConditions b
 	cached := func(pod *corev1.Pod) *corev1.Pod {
 		t.Helper()
 		want := pod.DeepCopy()
-		obj, err := virtualPodScope("cls", twins).Slim(pod)
+		obj, err := testTransforms.VirtualPods(twins)(pod)
 		if err != nil {
 			t.Fatal(err)
 		}
