@@ -12,6 +12,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 )
 
 // allowFixture gives the fixture's controller the allowances of one
@@ -24,6 +25,7 @@ func allowFixture(t *testing.T, f *fixture, a *kubeoceanv1alpha1.WorkloadAllowan
 		t.Fatal(err)
 	}
 	f.controller.allowances = allowances.NewSource(kubeoceanlisters.NewResourceLeasingPolicyLister(indexer), "binding", "mount")
+	f.setPreflight(func(o *preflight.Options) { o.Allowances = f.controller.allowances })
 }
 
 func withProjection(pod *corev1.Pod, source corev1.VolumeProjection) *corev1.Pod {

@@ -24,6 +24,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -135,7 +136,7 @@ type Options struct {
 	// Kubeocean does not run: a pod asking for one of them on its node is
 	// not created (ConditionPhysicalPodCreated False, ReasonHostPortInUse)
 	// until it is freed. Optional.
-	HostPorts HostPorts
+	HostPorts preflight.HostPorts
 	// Allowances say what the lender lets the binding's pods use beyond
 	// the defaults (ResourceLeasingPolicy.spec.allowances). Optional:
 	// without them nothing is allowed beyond the defaults.
@@ -191,15 +192,9 @@ type Controller struct {
 	identity *podidentity.Secrets
 	waiters  *waiters
 
-	// mountNamespaces reads the mount namespace's labels; nil when not
-	// given.
-	mountNamespaces   corev1listers.NamespaceLister
-	podSecurity       *podSecurity
-	refusals          *refusals
-	syncDaemonSetPods bool
-	// hostPorts and portWaits: nil without Options.HostPorts.
-	hostPorts HostPorts
-	portWaits *portWaits
+	// preflight judges pods before they are sent, and remembers those
+	// refused.
+	preflight *preflight.Gate
 	// allowances: nil allows nothing beyond the defaults.
 	allowances *allowances.Source
 }
@@ -213,10 +208,6 @@ func New(opts Options) (*Controller, error) {
 	apiServer, err := parseAPIServer(opts.VirtualAPIServer)
 	if err != nil {
 		return nil, fmt.Errorf("topdown pod: VirtualAPIServer: %w", err)
-	}
-	podSecurity, err := newPodSecurity()
-	if err != nil {
-		return nil, fmt.Errorf("topdown pod: %w", err)
 	}
 	c := &Controller{
 		clusterID:       opts.ClusterID,
@@ -239,10 +230,7 @@ func New(opts Options) (*Controller, error) {
 		clock:           opts.Clock,
 		waiters:         newWaiters(),
 
-		podSecurity:       podSecurity,
-		refusals:          newRefusals(),
-		syncDaemonSetPods: opts.SyncDaemonSetPods,
-		allowances:        opts.Allowances,
+		allowances: opts.Allowances,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -261,9 +249,17 @@ func New(opts Options) (*Controller, error) {
 		synced = append(synced, opts.VirtualRootCAs.Informer().HasSynced)
 	}
 	c.identity = podidentity.New(identity)
+	gate := preflight.Options{
+		MountNamespace: opts.MountNamespace, SyncDaemonSetPods: opts.SyncDaemonSetPods,
+		Allowances: opts.Allowances, HostPorts: opts.HostPorts,
+	}
+	gate.Claims, _ = opts.Dependents.(preflight.ClaimVolumes)
 	if opts.MountNamespaces != nil {
-		c.mountNamespaces = opts.MountNamespaces.Lister()
+		gate.Namespaces = opts.MountNamespaces.Lister()
 		synced = append(synced, opts.MountNamespaces.Informer().HasSynced)
+	}
+	if c.preflight, err = preflight.New(gate); err != nil {
+		return nil, fmt.Errorf("topdown pod: %w", err)
 	}
 	if opts.ResourceQuotas != nil {
 		synced = append(synced, opts.ResourceQuotas.Informer().HasSynced)

@@ -8,32 +8,27 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	psaapi "k8s.io/pod-security-admission/api"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
-// create makes the physical pod of a virtual pod that has none: mapping
-// recorded on the virtual pod (while the token Secret is made), then the
-// dependencies copied, and the pod created.
+// create makes the physical pod of a virtual pod that has none: judged
+// first (package preflight), then the mapping recorded on the virtual pod
+// while the token Secret is made, the dependencies copied, and the pod
+// created.
 func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping, physicalNode string) (controller.Result, error) {
-	logger := klog.FromContext(ctx)
-	if isDaemonSetPod(virtual) && !c.syncDaemonSetPods {
-		// Not remembered: the check costs nothing and writes only a
-		// change.
-		return c.refuse(ctx, virtual, ReasonDaemonSetPodNotSynced, daemonSetPodMessage, false)
+	candidate := &preflight.Pod{Virtual: virtual, PhysicalNode: physicalNode, Physical: func() *corev1.Pod {
+		// The checks read the spec and annotations, not the names of the
+		// copies, which are not resolved yet.
+		return physicalPod(virtual, c.translation(virtual, m.name, physicalNode, dependencyNames{namespace: virtual.Namespace}))
+	}}
+	if refusal := c.preflight.Checks.First(ctx, candidate); refusal != nil {
+		return c.refuse(ctx, virtual, *refusal)
 	}
-	if reason, message := c.podSecurityViolation(ctx, virtual, m, physicalNode); reason != "" {
-		return c.refuse(ctx, virtual, reason, message, true)
-	}
-	if reason, message := c.specNotAllowed(virtual); reason != "" {
-		return c.refuse(ctx, virtual, reason, message, true)
-	}
-	if message := c.hostPortsInUse(virtual, physicalNode); message != "" {
-		return c.refuseForHostPorts(ctx, virtual, physicalNode, message)
-	}
+
 	plan := podidentity.PlanFor(virtual)
 	if !m.recorded {
 		recorded, err := c.recordMappingBesideToken(ctx, virtual, m, plan)
@@ -42,7 +37,6 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 		}
 		virtual = recorded
 	}
-
 	names, problem := c.resolveDependencies(ctx, virtual)
 	if problem != nil {
 		return c.waitForDependencies(ctx, virtual, problem)
@@ -53,18 +47,9 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 		return controller.Result{}, err
 	}
 
-	pod := physicalPod(virtual, translation{
-		mountNamespace: c.mountNamespace,
-		owner:          c.owner,
-		physicalName:   m.name,
-		physicalNode:   physicalNode,
-		names:          names,
-		plan:           plan,
-		apiServer:      c.apiServer,
-		allowed:        c.allowances.Current(),
-		network:        c.networkFor(virtual),
-	})
-	created, err := c.physicalClient.Pods(c.mountNamespace).Create(ctx, pod, metav1.CreateOptions{})
+	t := c.translation(virtual, m.name, physicalNode, names)
+	t.network = c.networkFor(virtual)
+	created, err := c.physicalClient.Pods(c.mountNamespace).Create(ctx, physicalPod(virtual, t), metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return c.checkNameTaken(ctx, virtual, m)
@@ -72,51 +57,29 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 		// Admission, quota or validation: the same pod meets the same
 		// answer until it, the mount namespace's labels or its quotas
 		// change, each of which brings it back.
-		return c.refuse(ctx, virtual, ReasonPhysicalPodRejected, "The physical cluster refused the pod: "+err.Error(), true)
+		return c.refuse(ctx, virtual, preflight.Refusal{Reason: ReasonPhysicalPodRejected, Message: "The physical cluster refused the pod: " + err.Error()})
 	case err != nil:
 		return controller.Result{}, fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, asWebhookFailure(err))
 	}
 	c.created.expect(controller.ObjectKey(virtual), virtual.UID, c.clock.Now())
 	c.noteBlocked(ctx, controller.ObjectKey(virtual), "")
-	logger.V(2).Info("Created physical pod", "physicalPod", klog.KObj(created), "physicalNode", physicalNode)
+	klog.FromContext(ctx).V(2).Info("Created physical pod", "physicalPod", klog.KObj(created), "physicalNode", physicalNode)
 	return controller.Result{}, nil
 }
 
-// podSecurityViolation tells why the physical pod of virtual must not be
-// sent for what it would let reach the physical node: a claim bound to a
-// volume whose source the lender does not allow
-// (ReasonVolumeSourceNotAllowed), or a break of the Pod Security level the
-// mount namespace enforces (ReasonPodSecurityViolation), judged on the
-// volumes the physical node would mount (see withEffectiveVolumes). ""
-// when neither. The level is not known while the namespace is not cached:
-// the create then meets the physical cluster's own verdict.
-func (c *Controller) podSecurityViolation(ctx context.Context, virtual *corev1.Pod, m mapping, physicalNode string) (reason, message string) {
-	claims := c.judgeClaims(ctx, virtual)
-	if claims.refusal != "" {
-		return ReasonVolumeSourceNotAllowed, claims.refusal
-	}
-	level, ok := c.enforcedLevel()
-	if !ok || level.Level == psaapi.LevelPrivileged {
-		// Nothing to check: the pod is not built for nothing.
-		return "", ""
-	}
-	// The checks read the spec and annotations, not the names of the
-	// copies, which are not resolved yet.
-	pod := physicalPod(virtual, translation{
+// translation is what physicalPod needs to make the physical pod of
+// virtual, named physicalName, on physicalNode, with the copies names.
+func (c *Controller) translation(virtual *corev1.Pod, physicalName, physicalNode string, names dependencyNames) translation {
+	return translation{
 		mountNamespace: c.mountNamespace,
 		owner:          c.owner,
-		physicalName:   m.name,
+		physicalName:   physicalName,
 		physicalNode:   physicalNode,
-		names:          dependencyNames{namespace: virtual.Namespace},
+		names:          names,
 		plan:           podidentity.PlanFor(virtual),
 		apiServer:      c.apiServer,
 		allowed:        c.allowances.Current(),
-	})
-	withEffectiveVolumes(pod, claims.copied)
-	if message := c.podSecurity.violation(level, pod); message != "" {
-		return ReasonPodSecurityViolation, message
 	}
-	return "", ""
 }
 
 // recordMappingBesideToken records the mapping and, meanwhile, makes the

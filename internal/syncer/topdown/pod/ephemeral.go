@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"strings"
 	"time"
 
@@ -14,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
+
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 )
 
 // ReasonEphemeralContainersRejected: the physical cluster refused the

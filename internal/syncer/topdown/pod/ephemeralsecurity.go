@@ -3,7 +3,6 @@ package pod
 import (
 	"context"
 	"fmt"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"maps"
 	"slices"
 	"strings"
@@ -23,26 +22,17 @@ import (
 // back. It returns why each refused one is, by name; nil when the level is
 // not known (the physical cluster's own admission then judges).
 func (c *Controller) refusedEphemeralContainers(virtual, physical *corev1.Pod, m mapping) map[string]string {
-	level, ok := c.enforcedLevel()
+	level, ok := c.preflight.PodSecurity.Level()
 	if !ok || level.Level == psaapi.LevelPrivileged {
 		return nil
 	}
-	t := translation{
-		mountNamespace: c.mountNamespace,
-		owner:          c.owner,
-		physicalName:   m.name,
-		physicalNode:   physical.Spec.NodeName,
-		names:          dependencyNames{namespace: virtual.Namespace},
-		plan:           podidentity.PlanFor(virtual),
-		apiServer:      c.apiServer,
-		allowed:        c.allowances.Current(),
-	}
+	t := c.translation(virtual, m.name, physical.Spec.NodeName, dependencyNames{namespace: virtual.Namespace})
 	base := physicalPod(virtual, t)
 	var refused map[string]string
 	for _, container := range missingEphemeralContainers(virtual, physical, t) {
 		pod := base.DeepCopy()
 		pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{container}
-		if message := c.podSecurity.violation(level, pod); message != "" {
+		if message := c.preflight.PodSecurity.Violation(level, pod); message != "" {
 			if refused == nil {
 				refused = map[string]string{}
 			}
@@ -77,7 +67,7 @@ func (c *Controller) reportEphemeralRefusals(ctx context.Context, virtual *corev
 	for _, name := range names {
 		message := fmt.Sprintf("ephemeral container %q not added to the physical pod: it %s", name, refused[name])
 		lines = append(lines, message)
-		if c.refusals.rememberEphemeral(key, virtual.UID, name) {
+		if c.preflight.Memory.RememberEphemeral(key, virtual.UID, name) {
 			c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPodSecurityViolation, message)
 			klog.FromContext(ctx).Info("Ephemeral container refused", "container", name, "message", message)
 		}

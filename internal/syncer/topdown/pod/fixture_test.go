@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -29,6 +30,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -137,6 +139,7 @@ type fixture struct {
 	recorder     *record.FakeRecorder
 	clock        *testingclock.FakeClock
 	controller   *Controller
+	seed         seed
 
 	mu sync.Mutex
 	// writes lists the writes to both clusters in order, as "virtual patch
@@ -194,6 +197,7 @@ func newFixture(t *testing.T, s seed) *fixture {
 		dependents:   &fakeDependents{errs: map[string]error{}},
 		recorder:     record.NewFakeRecorder(20),
 		clock:        testingclock.NewFakeClock(now),
+		seed:         s,
 	}
 	f.virtualKube.PrependReactor("create", "serviceaccounts", f.issueToken)
 	// Prepended last, so it sees every write first.
@@ -445,4 +449,22 @@ func failOnce(err error) clienttesting.ReactionFunc {
 func invalidPod() error {
 	return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, physicalName,
 		field.ErrorList{field.Invalid(field.NewPath("spec", "containers"), "x", "not allowed here")})
+}
+
+// setPreflight rebuilds the controller's pre-flight checks as New builds
+// them, changed by change; the memory of refused pods stays.
+func (f *fixture) setPreflight(change func(*preflight.Options)) {
+	f.t.Helper()
+	opts := preflight.Options{
+		MountNamespace: mountNS, Namespaces: corev1listers.NewNamespaceLister(f.indexers["namespaces"]),
+		SyncDaemonSetPods: f.seed.syncDaemonSetPods, Allowances: f.controller.allowances,
+	}
+	opts.Claims, _ = f.controller.dependents.(preflight.ClaimVolumes)
+	change(&opts)
+	gate, err := preflight.New(opts)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	gate.Memory = f.controller.preflight.Memory
+	f.controller.preflight = gate
 }

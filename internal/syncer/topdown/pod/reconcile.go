@@ -72,8 +72,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 	virtual, err := c.virtualPods.Pods(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.waiters.set(key, nil)
-		c.refusals.forget(key)
-		c.portWaits.forget(key)
+		c.preflight.Memory.Forget(key)
 		return controller.Result{}, c.cleanUpAfter(ctx, key)
 	}
 	if err != nil {
@@ -126,7 +125,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 		logger.V(4).Info("Created physical pod is not in the cache yet; waiting for its event")
 		return controller.RequeueAfter(wait), nil
 	}
-	if c.refusals.holds(key, virtual) {
+	if c.preflight.Memory.Holds(key, virtual) {
 		// Sent again as it is, it would be refused again: wait for a
 		// change of the pod, or of the mount namespace or its quotas.
 		logger.V(4).Info("Physical pod was refused and nothing changed since; not trying again")

@@ -3,34 +3,20 @@ package pod
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"maps"
-	"slices"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
-
-// daemonSetPodMessage is the condition message of a DaemonSet's pod.
-const daemonSetPodMessage = "Pods of DaemonSets are not run on virtual nodes (the syncer's --sync-daemonset-pods is off); " +
-	"keep the DaemonSet off virtual nodes: do not tolerate the kubeocean.io/vnode taint, or require nodes without the label kubeocean.io/managed-by=kubeocean"
-
-// isDaemonSetPod tells a pod whose controller is a DaemonSet.
-func isDaemonSetPod(pod *corev1.Pod) bool {
-	owner := metav1.GetControllerOf(pod)
-	return owner != nil && owner.Kind == "DaemonSet" && strings.HasPrefix(owner.APIVersion, "apps/")
-}
 
 // isRefusal tells a create error that is the physical cluster's verdict on
 // the pod itself (admission, quota, validation, a terminating namespace),
@@ -69,128 +55,51 @@ func asWebhookFailure(err error) error {
 	return err
 }
 
-// refusals remembers the virtual pods whose physical pod was refused, with
-// the version of the pod that was refused, so that the same pod is not
-// sent again: only a change of the pod or a wake-up (the mount namespace's
-// labels or its quotas changed) lets it through. It lives in memory: after
-// a restart each refused pod is tried once more.
-type refusals struct {
-	mu   sync.Mutex
-	pods map[cache.ObjectName]podVersion
-	// ephemeral are the refused ephemeral containers of running pods, by
-	// pod, so that each is reported once. They are judged again on every
-	// pass (it costs no request); this only keeps the events down.
-	ephemeral map[cache.ObjectName]refusedContainers
-}
-
-// refusedContainers are the names of a pod's refused ephemeral
-// containers; uid tells the pod from a later one of the same name.
-type refusedContainers struct {
-	uid   types.UID
-	names sets.Set[string]
-}
-
-// podVersion is what of a virtual pod a refusal depends on: its spec
-// (generation), labels and annotations, save those Kubeocean writes.
-type podVersion struct {
-	uid        types.UID
-	generation int64
-	metadata   uint64
-}
-
-func versionOf(pod *corev1.Pod) podVersion {
-	h := fnv.New64a()
-	write := func(m map[string]string, skipOurs bool) {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if skipOurs && strings.HasPrefix(k, kubeoceanv1alpha1.GroupName+"/") {
-				continue
-			}
-			fmt.Fprintf(h, "%s=%s\x00", k, m[k])
-		}
-		h.Write([]byte{0xff})
-	}
-	write(pod.Labels, false)
-	write(pod.Annotations, true)
-	return podVersion{uid: pod.UID, generation: pod.Generation, metadata: h.Sum64()}
-}
-
-func newRefusals() *refusals {
-	return &refusals{pods: map[cache.ObjectName]podVersion{}, ephemeral: map[cache.ObjectName]refusedContainers{}}
-}
-
-// rememberEphemeral remembers that the pod's ephemeral container name was
-// refused; false when it was already.
-func (r *refusals) rememberEphemeral(key cache.ObjectName, uid types.UID, name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	refused, ok := r.ephemeral[key]
-	if !ok || refused.uid != uid {
-		refused = refusedContainers{uid: uid, names: sets.New[string]()}
-		r.ephemeral[key] = refused
-	}
-	if refused.names.Has(name) {
-		return false
-	}
-	refused.names.Insert(name)
-	return true
-}
-
-func (r *refusals) remember(key cache.ObjectName, pod *corev1.Pod) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pods[key] = versionOf(pod)
-}
-
-// holds tells whether this version of the pod was refused and nothing has
-// changed since.
-func (r *refusals) holds(key cache.ObjectName, pod *corev1.Pod) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	refused, ok := r.pods[key]
-	return ok && refused == versionOf(pod)
-}
-
-func (r *refusals) forget(key cache.ObjectName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.pods, key)
-	delete(r.ephemeral, key)
-}
-
-// releaseAll forgets every refused pod and returns them, to be tried
-// again, with the pods whose ephemeral containers were refused, to be
-// judged again; those stay remembered, so that a container refused again
-// is not reported twice.
-func (r *refusals) releaseAll() []cache.ObjectName {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	keys := slices.Collect(maps.Keys(r.pods))
-	clear(r.pods)
-	for key := range r.ephemeral {
-		if !slices.Contains(keys, key) {
-			keys = append(keys, key)
-		}
-	}
-	return keys
-}
-
 // refuse shows on the virtual pod why its physical pod is not created:
 // ConditionPhysicalPodCreated False and one event, both only when they
-// change. remember keeps the pod from being sent again as it is.
-func (c *Controller) refuse(ctx context.Context, virtual *corev1.Pod, reason, message string, remember bool) (controller.Result, error) {
+// change. Unless the refusal is judged again on every pass, the pod is
+// not sent again as it is (preflight.Memory). A pod refused for host ports
+// waits for them to be freed on its node; one freed while the refusal was
+// written would wake nobody, so they are looked at again after it.
+func (c *Controller) refuse(ctx context.Context, virtual *corev1.Pod, refusal preflight.Refusal) (controller.Result, error) {
 	key := controller.ObjectKey(virtual)
-	changed, err := c.setPhysicalPodCreated(ctx, virtual, corev1.ConditionFalse, reason, message)
+	if refusal.PortsOn != "" {
+		c.preflight.Memory.WaitForPorts(key, refusal.PortsOn)
+	}
+	changed, err := c.setPhysicalPodCreated(ctx, virtual, corev1.ConditionFalse, refusal.Reason, refusal.Message)
 	if err != nil {
 		return controller.Result{}, err
 	}
 	if changed {
-		c.recorder.Event(virtual, corev1.EventTypeWarning, reason, message)
-		klog.FromContext(ctx).Info("Physical pod not created", "reason", reason, "message", message)
+		c.recorder.Event(virtual, corev1.EventTypeWarning, refusal.Reason, refusal.Message)
+		klog.FromContext(ctx).Info("Physical pod not created", "reason", refusal.Reason, "message", refusal.Message)
 	}
-	if remember {
-		c.refusals.remember(key, virtual)
+	if !refusal.Again {
+		c.preflight.Memory.Remember(key, virtual)
+	}
+	if refusal.PortsOn != "" && c.preflight.HostPorts.InUse(virtual, refusal.PortsOn) == "" {
+		c.wakePortWaiters(refusal.PortsOn)
 	}
 	return controller.Result{}, nil
+}
+
+// registerHostPorts wakes the pods refused for host ports on a node when a
+// port is freed there.
+func (c *Controller) registerHostPorts(opts Options) {
+	if opts.HostPorts == nil {
+		return
+	}
+	opts.HostPorts.OnChange(func(node string, freed bool) {
+		if freed {
+			c.wakePortWaiters(node)
+		}
+	})
+}
+
+func (c *Controller) wakePortWaiters(node string) {
+	for _, key := range c.preflight.Memory.ReleasePorts(node) {
+		c.Enqueue(key)
+	}
 }
 
 // setPhysicalPodCreated writes ConditionPhysicalPodCreated when it
@@ -233,7 +142,7 @@ func (c *Controller) setPodCondition(ctx context.Context, virtual *corev1.Pod, c
 
 // wakeRefused brings back every refused pod: what refused them may have
 // changed.
-func (c *Controller) wakeRefused() []cache.ObjectName { return c.refusals.releaseAll() }
+func (c *Controller) wakeRefused() []cache.ObjectName { return c.preflight.Memory.ReleaseAll() }
 
 // registerRefusalHandlers wakes the refused pods when the mount namespace's
 // labels change (its Pod Security level), a quota in it changes, or a

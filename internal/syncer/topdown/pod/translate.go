@@ -1,7 +1,6 @@
 package pod
 
 import (
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 

@@ -19,6 +19,7 @@ import (
 	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 )
 
 // judgingDependents are fakeDependents that also judge claims, as
@@ -39,7 +40,9 @@ func (j *judgingDependents) ClaimVolume(_ context.Context, namespace, name strin
 
 // judging makes the fixture's dependents judge claims.
 func (f *fixture) judging(volumes map[string]*corev1.PersistentVolume, errs map[string]error) {
-	f.controller.dependents = &judgingDependents{fakeDependents: f.dependents, volumes: volumes, errs: errs}
+	judging := &judgingDependents{fakeDependents: f.dependents, volumes: volumes, errs: errs}
+	f.controller.dependents = judging
+	f.setPreflight(func(o *preflight.Options) { o.Claims = judging })
 }
 
 func hostPathVolume(name string) *corev1.PersistentVolume {
@@ -208,7 +211,7 @@ func TestPolicyChangeWakesRefusedPods(t *testing.T) {
 	if !cache.WaitForCacheSync(ctx.Done(), policies.Informer().HasSynced) {
 		t.Fatal("policies not synced")
 	}
-	c.refusals.remember(podKey, boundPod())
+	c.preflight.Memory.Remember(podKey, boundPod())
 	if _, err := oceanKube.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, &kubeoceanv1alpha1.ResourceLeasingPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "lend"},
 		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b",
@@ -217,7 +220,7 @@ func TestPolicyChangeWakesRefusedPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return c.Len() == 1 && !c.refusals.holds(podKey, boundPod()), nil
+		return c.Len() == 1 && !c.preflight.Memory.Holds(podKey, boundPod()), nil
 	}); err != nil {
 		t.Fatalf("refused pod not woken by the new policy: queue %d", c.Len())
 	}

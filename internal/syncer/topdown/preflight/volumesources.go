@@ -1,4 +1,4 @@
-package pod
+package preflight
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 )
 
 // ClaimVolumes tells which virtual PersistentVolume a pod's claim would
 // bring to the physical cluster; *dependents.Syncer implements it (see
-// dependents.Syncer.ClaimVolume). A Dependents that does not is trusted
-// with its claims: nothing is judged before they are copied.
+// dependents.Syncer.ClaimVolume). Without one the claims are trusted:
+// nothing is judged before they are copied.
 type ClaimVolumes interface {
 	ClaimVolume(ctx context.Context, namespace, name string) (*corev1.PersistentVolume, error)
 }
@@ -33,14 +34,36 @@ type claimedVolumes struct {
 	copied map[string]*corev1.PersistentVolume
 }
 
-// judgeClaims reads the volume behind each claim the pod mounts. It only
-// reads: the pod is judged before anything of it is made. A claim not
-// bound yet cannot be judged and is left to the copy, which waits for it
-// (and refuses the volume itself, should it come to that).
-func (c *Controller) judgeClaims(ctx context.Context, virtual *corev1.Pod) claimedVolumes {
-	judge, ok := c.dependents.(ClaimVolumes)
+// VolumeSources refuses a pod with a claim bound to a PersistentVolume
+// whose source the lender does not allow (ReasonVolumeSourceNotAllowed):
+// nothing of the pod is sent.
+type VolumeSources struct {
+	// Claims judges the claims; nil judges none.
+	Claims ClaimVolumes
+}
+
+func (v VolumeSources) Check(ctx context.Context, pod *Pod) *Refusal {
+	if refusal := claimsOf(ctx, pod, v.Claims).refusal; refusal != "" {
+		return &Refusal{Reason: kubeoceanv1alpha1.ReasonVolumeSourceNotAllowed, Message: refusal}
+	}
+	return nil
+}
+
+// claimsOf reads the volume behind each claim pod mounts, once per pod.
+// It only reads: the pod is judged before anything of it is made. A claim
+// not bound yet cannot be judged and is left to the copy, which waits for
+// it (and refuses the volume itself, should it come to that).
+func claimsOf(ctx context.Context, pod *Pod, judge ClaimVolumes) claimedVolumes {
+	if pod.claims == nil {
+		claims := judgeClaims(ctx, pod.Virtual, judge)
+		pod.claims = &claims
+	}
+	return *pod.claims
+}
+
+func judgeClaims(ctx context.Context, virtual *corev1.Pod, judge ClaimVolumes) claimedVolumes {
 	out := claimedVolumes{copied: map[string]*corev1.PersistentVolume{}}
-	if !ok {
+	if judge == nil {
 		return out
 	}
 	var refusals []string
