@@ -18,8 +18,8 @@ import (
 type takenPorts struct{}
 
 func (takenPorts) Conflicts(_ string, want []hostports.Port) []hostports.Port { return want }
-func (takenPorts) OnChange(func(string, bool))                                 {}
-func (takenPorts) HasSynced() bool                                              { return true }
+func (takenPorts) OnChange(func(string, bool))                                {}
+func (takenPorts) HasSynced() bool                                            { return true }
 
 // A pod refused for several reasons shows the first of the documented
 // order; each check let through shows the next.
