@@ -3,8 +3,10 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
@@ -56,4 +58,43 @@ func Example() {
 	// Output:
 	// worker-1 mounts into kubeocean-worker
 	// stopped: <nil>
+}
+
+// A reconcile that creates an object reads the expectations before its
+// cache: until the informer delivers the object, the pass its own write
+// brings finds it there and does not create it again. Here a map stands for
+// the informer's store.
+func ExampleExpectations() {
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	created := controller.NewExpectations[string, *metav1.ObjectMeta](time.Minute, clock)
+	store := map[string]*metav1.ObjectMeta{}
+	ensure := func(name string) string {
+		if obj, timeLeft, ok := created.GetExpectations(name); ok {
+			return fmt.Sprintf("%s expected for %v more, not created again", obj.Name, timeLeft)
+		}
+		if _, ok := store[name]; ok {
+			return name + " cached"
+		}
+		created.ExpectCreation(name, &metav1.ObjectMeta{Name: name})
+		return "created " + name
+	}
+	fmt.Println(ensure("settings"))
+	clock.Step(20 * time.Second)
+	fmt.Println(ensure("settings"))
+
+	// The informer delivers it: from now on the cache speaks for it.
+	store["settings"] = &metav1.ObjectMeta{Name: "settings"}
+	created.CreationObserved("settings")
+	fmt.Println(ensure("settings"))
+
+	// An event that never comes costs one retry after the timeout.
+	fmt.Println(ensure("limits"))
+	clock.Step(time.Minute)
+	fmt.Println(created.SatisfiedExpectations("limits"), ensure("limits"))
+	// Output:
+	// created settings
+	// settings expected for 40s more, not created again
+	// settings cached
+	// created limits
+	// true created limits
 }
