@@ -288,3 +288,35 @@ const (
 	// token bucket (--event-qps) empty.
 	EventDropBindingRateLimit = "binding-rate-limit"
 )
+
+// Kubeocean's marks on the volumes it provisions for virtual claims of a
+// binding's StorageClasses, and on the physical claims that hold them.
+const (
+	// ParameterPhysicalStorageClass, a parameter of a virtual StorageClass,
+	// names the physical class it stands for.
+	ParameterPhysicalStorageClass = GroupName + "/physical-storage-class"
+	// LabelVolumeHolder marks a physical claim in the mount namespace that
+	// holds a provisioned volume.
+	LabelVolumeHolder = GroupName + "/volume-holder"
+	// AnnotationVirtualClaimNamespace, AnnotationVirtualClaimName and
+	// AnnotationVirtualClaimUID, on a holder claim, name the virtual claim
+	// it was made for.
+	AnnotationVirtualClaimNamespace = GroupName + "/virtual-claim-namespace"
+	AnnotationVirtualClaimName      = GroupName + "/virtual-claim-name"
+	AnnotationVirtualClaimUID       = GroupName + "/virtual-claim-uid"
+	// AnnotationHolderClaim, on a provisioned virtual PV, names its holder
+	// claim in the mount namespace; AnnotationPhysicalVolume the physical PV.
+	AnnotationHolderClaim    = GroupName + "/holder-claim"
+	AnnotationPhysicalVolume = GroupName + "/physical-volume"
+)
+
+// The manager's mark on the syncer objects it renders and keeps per
+// binding (Deployment, ServiceAccount, RBAC, …). It is Kubernetes'
+// recommended label, not LabelManagedBy (kubeocean.io/managed-by), which
+// marks the objects the syncer copies and mirrors.
+const (
+	// LabelAppManagedBy is app.kubernetes.io/managed-by; with value
+	// AppManagedByManager it selects what the manager keeps.
+	LabelAppManagedBy   = "app.kubernetes.io/managed-by"
+	AppManagedByManager = "kubeocean-manager"
+)

@@ -171,7 +171,7 @@ const (
 // manager writes, and the events it records on a binding when it unbinds
 // (docs/operations.md §4 and §6). Each time Ready changes the manager also
 // records an event with Ready's reason. The config errors of the
-// kubeconfig (KubeconfigSecretNotFound, …) are pkg/remotecluster's.
+// kubeconfig (ReasonKubeconfigSecretNotFound, …) are further down.
 const (
 	// ReasonPending (Ready, Unknown): first sight; the checks are running.
 	ReasonPending = "Pending"
@@ -306,4 +306,63 @@ const (
 	// ReasonTokenRequestFailed (Warning event on a virtual pod): no
 	// service-account token could be issued for the pod.
 	ReasonTokenRequestFailed = "TokenRequestFailed"
+)
+
+// Reasons a dependency of a virtual pod (a ConfigMap, Secret,
+// PersistentVolumeClaim or its PersistentVolume) cannot be copied yet. The
+// pod waits for it; the DependenciesReady condition (reason
+// ReasonDependencyNotReady) names the object and one of these.
+const (
+	// ReasonDependencyNotFound: the virtual object does not exist (yet). A
+	// pod whose reference is optional goes ahead without it.
+	ReasonDependencyNotFound = "NotFound"
+	// ReasonDependencyDeleting: the virtual object is being deleted.
+	ReasonDependencyDeleting = "Deleting"
+	// ReasonDependencyPVCNotBound: the virtual claim is not Bound yet.
+	ReasonDependencyPVCNotBound = "PVCNotBound"
+	// ReasonDependencyPVCNoVolumeName: the virtual claim is Bound but names
+	// no volume.
+	ReasonDependencyPVCNoVolumeName = "PVCNoVolumeName"
+	// ReasonDependencyPVNotBoundToClaim: the virtual volume's claimRef does
+	// not name the claim that names it.
+	ReasonDependencyPVNotBoundToClaim = "PVNotBoundToClaim"
+	// ReasonDependencyServiceAccountToken: the Secret is a service-account
+	// token of the virtual cluster. It is never copied: it would hand
+	// virtual-cluster credentials to the physical cluster, whose token
+	// controller would delete it anyway.
+	ReasonDependencyServiceAccountToken = "ServiceAccountToken"
+	// ReasonDependencyPhysicalNamespaceMissing: a CSI Secret's namespace does
+	// not exist in the physical cluster; Kubeocean creates no namespaces
+	// there.
+	ReasonDependencyPhysicalNamespaceMissing = "PhysicalNamespaceMissing"
+	// ReasonDependencyPhysicalCopyTerminating: the physical copy is being
+	// deleted (e.g. a claim held by pvc-protection) and can be neither
+	// updated nor made again until it is gone.
+	ReasonDependencyPhysicalCopyTerminating = "PhysicalCopyTerminating"
+	// ReasonDependencyHolderClaimMissing: the claim's volume was provisioned
+	// by this binding, but the holder claim that keeps it in the physical
+	// cluster (LabelVolumeHolder) is gone or holds another volume.
+	ReasonDependencyHolderClaimMissing = "HolderClaimMissing"
+	// ReasonDependencyVolumeOfAnotherCluster: the claim's volume was
+	// provisioned in another binding's physical cluster, where it stays.
+	ReasonDependencyVolumeOfAnotherCluster = "VolumeOfAnotherCluster"
+)
+
+// Reasons a ClusterBinding's kubeconfig Secret cannot be used (the
+// Connected condition, and pkg/remotecluster's ConfigError.Reason). Only a
+// change to the Secret or to the binding mends them, so nothing retries
+// them before.
+const (
+	// ReasonKubeconfigSecretNotFound: the kubeconfig Secret does not exist.
+	ReasonKubeconfigSecretNotFound = "KubeconfigSecretNotFound"
+	// ReasonKubeconfigKeyMissing: the Secret has no kubeconfig key, or an
+	// empty one.
+	ReasonKubeconfigKeyMissing = "KubeconfigKeyMissing"
+	// ReasonKubeconfigInvalid: the kubeconfig cannot be parsed or turned
+	// into a usable client configuration.
+	ReasonKubeconfigInvalid = "KubeconfigInvalid"
+	// ReasonKubeconfigNotAllowed: the kubeconfig relies on what a Secret
+	// must not carry, such as exec plugins or paths on the local
+	// filesystem.
+	ReasonKubeconfigNotAllowed = "KubeconfigNotAllowed"
 )
