@@ -3,6 +3,7 @@ package compact
 import (
 	"hash/maphash"
 	"maps"
+	"reflect"
 	"runtime"
 	"sync"
 	"unique"
@@ -246,3 +247,78 @@ func armRotation() {
 		armRotation()
 	}, struct{}{})
 }
+
+// Sharing the parts of API objects: values of the types the API writes in
+// protobuf, hashed by what it writes of them.
+
+// encoded is a part of an object that the API writes in protobuf.
+type encoded interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// byValue shares equal values of T: equal as Go values (so a quantity
+// written otherwise is another value), found by what the API writes of
+// them.
+func byValue[T encoded](canonical func(T) T) *values[T] {
+	return newValues(hashEncoded[T], equalValues[T], canonical)
+}
+
+// byListValue shares equal lists of T; canonical keeps a list in an array
+// of its length.
+func byListValue[T any, P interface {
+	*T
+	encoded
+}](canonical func([]T) []T) *values[[]T] {
+	hash := func(list []T) uint64 {
+		h := uint64(len(list))
+		for i := range list {
+			h = h*prime64 ^ hashEncoded(P(&list[i]))
+		}
+		return h
+	}
+	return newValues(hash, equalValues[[]T], canonical)
+}
+
+// shareValue is the shared value equal to v; nil stays nil.
+func shareValue[T any, P interface {
+	*T
+	encoded
+}](values *values[P], v P) P {
+	if v == nil {
+		return nil
+	}
+	return values.Of(v)
+}
+
+// shareList is the shared list equal to list; an empty list stays as it
+// is.
+func shareList[T any](values *values[[]T], list []T) []T {
+	if len(list) == 0 {
+		return list
+	}
+	return values.Of(list)
+}
+
+func same[T any](v T) T { return v }
+
+func equalValues[T any](a, b T) bool { return reflect.DeepEqual(a, b) }
+
+// hashEncoded hashes what the API writes of v, encoded into a buffer that
+// the next hash reuses: the transform runs for every version of every pod.
+func hashEncoded[T encoded](v T) uint64 {
+	size := v.Size()
+	buffer := encodeBuffers.Get().(*[]byte)
+	defer encodeBuffers.Put(buffer)
+	if cap(*buffer) < size {
+		*buffer = make([]byte, size)
+	}
+	data := (*buffer)[:size]
+	n, err := v.MarshalToSizedBuffer(data)
+	if err != nil {
+		return 0 // cannot happen for a decoded object; all such share one bucket
+	}
+	return hashBytes(data[size-n:]) // written from the end
+}
+
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}

@@ -25,7 +25,7 @@ var testTransforms = NewTransforms(
 	kubeoceanv1alpha1.AnnotationPhysicalPodName, kubeoceanv1alpha1.AnnotationPhysicalPodUID,
 	kubeoceanv1alpha1.AnnotationVirtualPodName, kubeoceanv1alpha1.AnnotationVirtualPodUID,
 	kubeoceanv1alpha1.AnnotationPhysicalName, kubeoceanv1alpha1.AnnotationVirtualName,
-	kubeoceanv1alpha1.AnnotationLastSyncTime, "kubeocean.io/token-refresh-at",
+	kubeoceanv1alpha1.AnnotationLastSyncTime, kubeoceanv1alpha1.AnnotationTokenRefreshAt,
 )
 
 // realisticPod is a pod of a Deployment as the apiserver stores it once

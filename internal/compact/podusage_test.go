@@ -78,11 +78,11 @@ func usageOn(node string, usages ...*PodUsage) corev1.ResourceList {
 	return sums.Of(node)
 }
 
-// TestCompactForeignPodCountsEveryPodButTheBindingsOwn: another binding's
+// TestForeignPodCountsEveryPodButTheBindingsOwn: another binding's
 // pod (of this virtual cluster or another) holds what it requests, with its
 // host ports, like a pod Kubeocean does not run; the binding's own pods and
 // legacy pods (whose binding only their mapping proves) hold nothing.
-func TestCompactForeignPodCountsEveryPodButTheBindingsOwn(t *testing.T) {
+func TestForeignPodCountsEveryPodButTheBindingsOwn(t *testing.T) {
 	owner := ownership.Owner{ClusterID: "worker-1", BindingUID: "uid-a"}
 	other := ownership.Owner{ClusterID: "worker-1", BindingUID: "uid-b"}
 	legacy := map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}

@@ -33,7 +33,7 @@ var transforms = compact.NewTransforms(
 	kubeoceanv1alpha1.AnnotationPhysicalPodName, kubeoceanv1alpha1.AnnotationPhysicalPodUID,
 	kubeoceanv1alpha1.AnnotationVirtualPodName, kubeoceanv1alpha1.AnnotationVirtualPodUID,
 	kubeoceanv1alpha1.AnnotationPhysicalName, kubeoceanv1alpha1.AnnotationVirtualName,
-	kubeoceanv1alpha1.AnnotationLastSyncTime, pod.AnnotationTokenRefreshAt,
+	kubeoceanv1alpha1.AnnotationLastSyncTime, kubeoceanv1alpha1.AnnotationTokenRefreshAt,
 )
 
 // virtualPodScope selects the virtual pods this binding may run: those
@@ -101,7 +101,7 @@ func (e *syncerEnv) physicalPods() coreinformers.PodInformer {
 // Secrets: the copies of the virtual Secrets the pods use.
 func boundSecretsScope(owner ownership.Owner, mountNamespace string) informers.Scope {
 	scope := boundScope(owner, mountNamespace)
-	scope.LabelSelector += "," + pod.LabelPodToken + "!=true"
+	scope.LabelSelector += "," + kubeoceanv1alpha1.LabelPodToken + "!=true"
 	return scope
 }
 
@@ -114,7 +114,7 @@ func boundSecretsScope(owner ownership.Owner, mountNamespace string) informers.S
 func tokenSecretsScope(owner ownership.Owner, mountNamespace string) informers.Scope {
 	return informers.Scope{
 		Namespace:     mountNamespace,
-		LabelSelector: owner.Selector() + "," + pod.LabelPodToken + "=true",
+		LabelSelector: owner.Selector() + "," + kubeoceanv1alpha1.LabelPodToken + "=true",
 		Slim:          pod.CompactTokenSecret,
 		SlimName:      "token-record",
 	}

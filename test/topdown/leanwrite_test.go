@@ -48,10 +48,10 @@ func (a *answerTypes) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// TestLeanWrites writes pods and Secrets through leanwrite against a real
-// API server: each write is answered with metadata only, and what it
-// returns is the object as stored (UID, resourceVersion) with the spec as
-// sent; refusals keep their kind.
+// TestLeanWrites writes pods and Secrets through compact.LeanWrites against
+// a real API server: each write is answered with metadata only, and what
+// it returns is the object as stored (UID, resourceVersion) with the spec
+// as sent; refusals keep their kind.
 func TestLeanWrites(t *testing.T) {
 	ctx := t.Context()
 	config := physicalCluster.Config()

@@ -37,7 +37,7 @@ type Options struct {
 	// VirtualClient confirms a missing virtual pod with a live GET, writes
 	// virtual pod status and patches the mapping annotations. Of the pod
 	// UpdateStatus returns, the controller reads nothing (the syncer's
-	// client asks for its metadata only, package leanwrite).
+	// client asks for its metadata only, compact.LeanWrites).
 	VirtualClient corev1client.PodsGetter
 	// PhysicalPods should be scoped to MountNamespace and the binding's
 	// identity (ownership.Owner.Selector); other pods are ignored anyway.
