@@ -14,7 +14,7 @@ import (
 // the same text twice would.
 func fresh(s string) string { return strings.Clone(s) }
 
-func TestStringSharesOneCopy(t *testing.T) {
+func TestInternSharesOneCopy(t *testing.T) {
 	a, b := Intern(fresh("node.kubernetes.io/instance-type")), Intern(fresh("node.kubernetes.io/instance-type"))
 	if a != b || unsafe.StringData(a) != unsafe.StringData(b) {
 		t.Fatal("equal strings were not interned into one copy")
@@ -24,7 +24,7 @@ func TestStringSharesOneCopy(t *testing.T) {
 	}
 }
 
-func TestMap(t *testing.T) {
+func TestInternMap(t *testing.T) {
 	if InternMap(nil) != nil {
 		t.Fatal("nil must stay nil")
 	}
@@ -42,7 +42,7 @@ func TestMap(t *testing.T) {
 	}
 }
 
-func TestMapOwn(t *testing.T) {
+func TestInternMapOwn(t *testing.T) {
 	uid := func(key string) bool { return key == "uid" }
 	if InternMapOwn(nil, uid) != nil {
 		t.Fatal("nil must stay nil")

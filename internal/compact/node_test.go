@@ -46,7 +46,7 @@ func decodedNode(name string) *corev1.Node {
 
 func sameMemory(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
-func TestCompactPhysicalNodeKeepsWhatControllersRead(t *testing.T) {
+func TestPhysicalNodeKeepsWhatControllersRead(t *testing.T) {
 	full := decodedNode("worker-a")
 	obj, err := PhysicalNode(full.DeepCopy())
 	if err != nil {
@@ -84,7 +84,7 @@ func TestCompactPhysicalNodeKeepsWhatControllersRead(t *testing.T) {
 	}
 }
 
-func TestCompactOwnedKeepsEveryField(t *testing.T) {
+func TestOwnedKeepsEveryField(t *testing.T) {
 	node := decodedNode("vnode-c1-worker-a")
 	obj, err := testTransforms.Owned(node.DeepCopy())
 	if err != nil {
@@ -112,7 +112,7 @@ func TestCompactOwnedKeepsEveryField(t *testing.T) {
 	}
 }
 
-func TestCompactOwnedSharesCapacityWithEqualAllocatable(t *testing.T) {
+func TestOwnedSharesCapacityWithEqualAllocatable(t *testing.T) {
 	node := decodedNode("vnode-c1-worker-a")
 	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")}
 	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4000m"), corev1.ResourceMemory: resource.MustParse("16Gi")}

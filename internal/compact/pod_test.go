@@ -113,7 +113,7 @@ func decodedPod(t testing.TB, name string) *corev1.Pod {
 	return pod
 }
 
-func TestCompactPodsKeepsEveryField(t *testing.T) {
+func TestPodsKeepsEveryField(t *testing.T) {
 	pod := decodedPod(t, "web-7d9c6b5f4-abcde")
 	obj, err := testTransforms.Pods(pod.DeepCopy())
 	if err != nil {
@@ -222,7 +222,7 @@ func TestCompactPodsKeepsEveryField(t *testing.T) {
 // container's name and image (what merge.go, ephemeral.go and the kubelet
 // API read), and metadata and status whole, in a record whose Pod says
 // that.
-func TestCompactPhysicalKeepsWhatTheControllersRead(t *testing.T) {
+func TestPhysicalKeepsWhatTheControllersRead(t *testing.T) {
 	decoded := decodedPod(t, "web-7d9c6b5f4-abcde")
 	decoded.Spec.ActiveDeadlineSeconds = ptr.To[int64](600)
 	decoded.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:1", Command: []string{"true"}}}
