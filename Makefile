@@ -35,7 +35,8 @@ codegen:
 charts:
 	hack/update-charts.sh
 
-## verify: formatting, vet, and no drift between API types and generated files
+## verify: formatting, vet, no drift between API types and generated files,
+## no reference outside the repository, contextual logging only
 verify: vet
 	@bad=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/tools/')); \
 	  if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
@@ -43,6 +44,7 @@ verify: vet
 	hack/verify-crds.sh
 	hack/verify-charts.sh
 	hack/verify-references.sh
+	hack/verify-logging.sh
 
 ## verify-cold: the module build, the generators and hack/testbin.sh from an
 ## empty module cache and an empty binary cache, as a new machine runs them

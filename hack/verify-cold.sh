@@ -45,6 +45,8 @@ step charts hack/verify-charts.sh
 # The image builder is its own module (hack/image/go.mod): `make images`
 # builds it, so its dependencies must download too.
 step image go -C hack/image vet ./...
+# `make verify` builds logcheck from its own tools module.
+step logcheck go -C hack/tools/logcheck build -o /dev/null sigs.k8s.io/logtools/logcheck
 step testbin hack/testbin.sh
 dir=$(tail -1 "$scratch/testbin.log")
 for bin in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm; do
