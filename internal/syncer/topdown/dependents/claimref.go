@@ -55,7 +55,7 @@ func (s *Syncer) releaseStaleClaimRef(ctx context.Context, virtual *corev1.Persi
 		written, err := physical.Update(ctx, updated, metav1.UpdateOptions{})
 		switch {
 		case err == nil:
-			s.pvs.created.Replace(locationOf(written), written, s.now())
+			s.pvs.created.UpdateExpectation(locationOf(written), written)
 			klog.FromContext(ctx).V(2).Info("Physical volume copy named a claim that is gone; pre-bound it to the claim's copy by name again",
 				"physical", klog.KObj(actual), "claim", klog.KRef(updated.Spec.ClaimRef.Namespace, updated.Spec.ClaimRef.Name), "goneClaimUID", gone)
 			return nil

@@ -6,8 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/unseen"
+	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
 // createdCopyMemory bounds how long a copy just created stands in for the
@@ -15,7 +16,7 @@ import (
 const createdCopyMemory = time.Minute
 
 // The copies a Syncer created that the physical caches have not shown yet
-// are remembered per kind (kind.created, package unseen). Pods of a burst
+// are expected per kind (kind.created, controller.Expectations). Pods of a burst
 // share ConfigMaps and Secrets: the next pod's pass, or the copy
 // controller woken by the virtual object's mark, may come before the
 // copy's event, and without the memory it would create the copy again, to
@@ -24,10 +25,10 @@ const createdCopyMemory = time.Minute
 // for it), when the Syncer deletes it, when the cache is seen holding it,
 // and after createdCopyMemory.
 
-// remembering gives k a memory of the copies it creates; only kinds whose
-// copies are cached need one.
-func remembering[T object](k *kind[T]) *kind[T] {
-	k.created = unseen.New[location, T](createdCopyMemory)
+// remembering gives k expectations of the copies it creates, timed by
+// clock; only kinds whose copies are cached need them.
+func remembering[T object](k *kind[T], clock clock.PassiveClock) *kind[T] {
+	k.created = controller.NewExpectations[location, T](createdCopyMemory, clock)
 	return k
 }
 
@@ -46,12 +47,12 @@ func (s *Syncer) CopySeen(obj any) {
 	case cache.DeletedFinalStateUnknown:
 		s.CopySeen(o.Obj)
 	case *corev1.ConfigMap:
-		s.configMaps.created.Forget(locationOf(o))
+		s.configMaps.created.CreationObserved(locationOf(o))
 	case *corev1.Secret:
-		s.secrets.created.Forget(locationOf(o))
+		s.secrets.created.CreationObserved(locationOf(o))
 	case *corev1.PersistentVolumeClaim:
-		s.pvcs.created.Forget(locationOf(o))
+		s.pvcs.created.CreationObserved(locationOf(o))
 	case *corev1.PersistentVolume:
-		s.pvs.created.Forget(locationOf(o))
+		s.pvs.created.CreationObserved(locationOf(o))
 	}
 }

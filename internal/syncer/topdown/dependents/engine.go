@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/unseen"
+	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
 // object is a typed Kubernetes object, e.g. *corev1.ConfigMap.
@@ -68,7 +68,7 @@ type kind[T object] struct {
 	content           content[T]
 	// created stands in for the physical cache until it shows a copy
 	// just created (see remembering); nil for kinds not cached.
-	created *unseen.Objects[location, T]
+	created *controller.Expectations[location, T]
 }
 
 func deepCopy[T object](obj T) T { return obj.DeepCopyObject().(T) }
@@ -196,11 +196,11 @@ func lookupCopy[T object](ctx context.Context, s *Syncer, k *kind[T], at locatio
 	if k.physical.cache == nil {
 		return k.physical.lookup(ctx, at.namespace, at.name)
 	}
-	created, remembered := k.created.Get(at, s.now())
+	created, _, remembered := k.created.GetExpectations(at)
 	actual, err := k.physical.cached(at.namespace, at.name)
 	switch {
 	case err == nil && remembered:
-		k.created.Forget(at)
+		k.created.CreationObserved(at)
 	case apierrors.IsNotFound(err) && remembered:
 		return created, nil
 	}
@@ -219,9 +219,9 @@ func createCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, d
 			// Remembered, then dropped if the cache shows it already: its
 			// event may have come before this answer.
 			at := locationOf(created)
-			k.created.Remember(at, created, s.now())
+			k.created.ExpectCreation(at, created)
 			if _, err := k.physical.cached(at.namespace, at.name); err == nil {
-				k.created.Forget(at)
+				k.created.CreationObserved(at)
 			}
 		}
 		logger.V(2).Info("Created physical copy", "kind", k.name, "virtual", klog.KObj(virtual), "physical", klog.KObj(desired))
@@ -273,7 +273,7 @@ func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, act
 	written, err := k.physical.client(actual.GetNamespace()).Update(ctx, updated, metav1.UpdateOptions{})
 	switch {
 	case err == nil:
-		k.created.Replace(locationOf(written), written, s.now())
+		k.created.UpdateExpectation(locationOf(written), written)
 		logger.V(2).Info("Updated physical copy")
 		return false, nil
 	case apierrors.IsConflict(err) && retry:
@@ -296,7 +296,7 @@ func syncCopy[T object](ctx context.Context, s *Syncer, k *kind[T], virtual, act
 // already is fine.
 func deletePhysical[T object](ctx context.Context, s *Syncer, k *kind[T], actual T) error {
 	uid := actual.GetUID()
-	k.created.Forget(locationOf(actual))
+	k.created.DeleteExpectations(locationOf(actual))
 	err := k.physical.client(actual.GetNamespace()).Delete(ctx, actual.GetName(), metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid},
 	})

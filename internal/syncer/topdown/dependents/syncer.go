@@ -129,7 +129,7 @@ func New(opts Options) (*Syncer, error) {
 		clusterID: opts.ClusterID, mountNamespace: opts.MountNamespace, recorder: opts.Recorder, allowances: opts.Allowances,
 		owner:        ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
 		predecessors: opts.Predecessors,
-		configMaps:   remembering(configMapKind(opts, v, p)),
+		configMaps:   remembering(configMapKind(opts, v, p), opts.Clock),
 		now:          opts.now(),
 		secrets: remembering(&kind[*corev1.Secret]{
 			name: KindSecret, content: secretContent, virtual: virtualSecrets,
@@ -137,13 +137,13 @@ func New(opts Options) (*Syncer, error) {
 				cache:  func(ns string) getter[*corev1.Secret] { return opts.PhysicalSecrets.Secrets(ns) },
 				client: physicalSecrets,
 			},
-		}),
+		}, opts.Clock),
 		csiSecrets: &kind[*corev1.Secret]{
 			name: KindSecret, content: secretContent, virtual: virtualSecrets,
 			physical: side[*corev1.Secret]{client: physicalSecrets},
 		},
-		pvcs:   remembering(pvcKind(opts, v, p)),
-		pvs:    remembering(pvKind(opts, v, p)),
+		pvcs:   remembering(pvcKind(opts, v, p), opts.Clock),
+		pvs:    remembering(pvKind(opts, v, p), opts.Clock),
 		inSync: lru.New(inSyncEntries),
 	}, nil
 }

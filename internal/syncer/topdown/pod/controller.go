@@ -186,8 +186,10 @@ type Controller struct {
 	dependents      Dependents
 	recorder        record.EventRecorder
 	clock           clock.WithTicker
-	created         createdPods
-	deleted         deletedPods
+	// created expects the physical pods created, by virtual pod, with the
+	// virtual pod's UID (see createdPodTimeout).
+	created *controller.Expectations[cache.ObjectName, types.UID]
+	deleted deletedPods
 	// identity makes and renews the pods' token Secrets.
 	identity *podidentity.Secrets
 	waiters  *waiters
@@ -235,6 +237,7 @@ func New(opts Options) (*Controller, error) {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
+	c.created = controller.NewExpectations[cache.ObjectName, types.UID](createdPodTimeout, c.clock)
 	synced := []cache.InformerSynced{
 		opts.VirtualPods.Informer().HasSynced, opts.VirtualNodes.Informer().HasSynced,
 		opts.PhysicalPods.Informer().HasSynced, opts.PhysicalSecrets.Informer().HasSynced,

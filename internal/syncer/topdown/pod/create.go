@@ -61,7 +61,7 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 	case err != nil:
 		return controller.Result{}, fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, asWebhookFailure(err))
 	}
-	c.created.expect(controller.ObjectKey(virtual), virtual.UID, c.clock.Now())
+	c.created.ExpectCreation(controller.ObjectKey(virtual), virtual.UID)
 	c.noteBlocked(ctx, controller.ObjectKey(virtual), "")
 	klog.FromContext(ctx).V(2).Info("Created physical pod", "physicalPod", klog.KObj(created), "physicalNode", physicalNode)
 	return controller.Result{}, nil

@@ -89,7 +89,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 	// Deletion comes first: a pod whose mapping names another place must
 	// still be able to go, and its physical pod and token Secret with it.
 	if virtual.DeletionTimestamp != nil {
-		c.created.observed(key)
+		c.created.DeleteExpectations(key)
 		return controller.Result{}, c.syncDeletion(ctx, virtual, m)
 	}
 	if mismatch != nil {
@@ -105,7 +105,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 	case err != nil && !apierrors.IsNotFound(err):
 		return controller.Result{}, err
 	case err == nil && physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(virtual.UID):
-		c.created.observed(key)
+		c.created.CreationObserved(key)
 		return c.syncExisting(ctx, virtual, physical, m)
 	case err == nil:
 		// Left by an earlier virtual pod of the same name: the bottom-up
@@ -121,9 +121,12 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 	case m.uid != "":
 		return controller.Result{}, c.syncLost(ctx, virtual, m)
 	}
-	if wait, ok := c.created.pending(key, virtual.UID, c.clock.Now()); ok {
+	if uid, wait, ok := c.created.GetExpectations(key); ok && uid == virtual.UID {
 		logger.V(4).Info("Created physical pod is not in the cache yet; waiting for its event")
 		return controller.RequeueAfter(wait), nil
+	} else if ok {
+		// Created for an earlier virtual pod of the same name.
+		c.created.DeleteExpectations(key)
 	}
 	if c.preflight.Memory.Holds(key, virtual) {
 		// Sent again as it is, it would be refused again: wait for a
@@ -191,7 +194,7 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 // its physical pod is gone too; the bottom-up side deletes that one, and
 // its deletion event brings us back.
 func (c *Controller) cleanUpAfter(ctx context.Context, key cache.ObjectName) error {
-	c.created.observed(key)
+	c.created.DeleteExpectations(key)
 	c.noteBlocked(ctx, key, "")
 	return c.cleanUpFinished(ctx, mapping{namespace: c.mountNamespace, name: naming.PhysicalName(key.Namespace, key.Name)}, key, "")
 }

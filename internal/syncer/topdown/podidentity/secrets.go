@@ -20,7 +20,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/unseen"
+	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
 // ReasonTokenRequestFailed is the Warning event on a virtual pod whose
@@ -70,7 +70,7 @@ type Secrets struct {
 	// memory the pass they bring would find no token Secret in the cache
 	// and create it again, to meet AlreadyExists (an HTTP 409), a live
 	// read and a needless renewal.
-	created *unseen.Objects[string, *corev1.Secret]
+	created *controller.Expectations[string, *corev1.Secret]
 }
 
 // New returns the token Secrets of a binding.
@@ -78,7 +78,7 @@ func New(opts Options) *Secrets {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Secrets{Options: opts, created: unseen.New[string, *corev1.Secret](createdMemory)}
+	return &Secrets{Options: opts, created: controller.NewExpectations[string, *corev1.Secret](createdMemory, opts.Clock)}
 }
 
 // IsTokenSecret tells the token Secrets of this binding in the mount
@@ -90,7 +90,7 @@ func (s *Secrets) IsTokenSecret(secret metav1.Object) bool {
 // Seen tells that the cache delivered an event of secret: from then on the
 // cache speaks for it, also when that event is a deletion. Call it in the
 // event handler, before the pass the event brings.
-func (s *Secrets) Seen(secret metav1.Object) { s.created.Forget(secret.GetName()) }
+func (s *Secrets) Seen(secret metav1.Object) { s.created.CreationObserved(secret.GetName()) }
 
 // Ours tells whether a token Secret is this binding's: it carries the
 // binding's identity, or an older version or a proven predecessor made it
@@ -128,11 +128,11 @@ func (s *Secrets) Ensure(ctx context.Context, virtual *corev1.Pod, physicalName 
 	// create now would only meet AlreadyExists and a live read. It is read
 	// before the cache: the Secret's event drops it only once the cache
 	// holds the Secret, so one of the two shows it.
-	created, remembered := s.created.Get(name, s.Clock.Now())
+	created, _, remembered := s.created.GetExpectations(name)
 	existing, err := s.cached(s.MountNamespace, name)
 	switch {
 	case err == nil:
-		s.created.Forget(name)
+		s.created.CreationObserved(name)
 	case apierrors.IsNotFound(err):
 		if remembered {
 			existing, err = created, nil
@@ -181,7 +181,7 @@ func (s *Secrets) Ensure(ctx context.Context, virtual *corev1.Pod, physicalName 
 	if !found {
 		created, err := s.Physical.Secrets(s.MountNamespace).Create(ctx, desired, metav1.CreateOptions{})
 		if err == nil {
-			s.created.Remember(name, created, now)
+			s.created.ExpectCreation(name, created)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			// Our cache is behind, or an older version made it without
@@ -201,10 +201,10 @@ func (s *Secrets) Ensure(ctx context.Context, virtual *corev1.Pod, physicalName 
 		updated.Labels, updated.Annotations, updated.Type, updated.Data = desired.Labels, desired.Annotations, desired.Type, desired.Data
 		renewed, err := s.Physical.Secrets(s.MountNamespace).Update(ctx, updated, metav1.UpdateOptions{})
 		if err != nil {
-			s.created.Forget(name)
+			s.created.DeleteExpectations(name)
 			return 0, fmt.Errorf("renewing token Secret %s/%s: %w", s.MountNamespace, name, err)
 		}
-		s.created.Replace(name, renewed, now)
+		s.created.UpdateExpectation(name, renewed)
 		logger.V(2).Info("Renewed token Secret")
 	}
 	return untilRefresh(refreshAt, now), nil
@@ -334,7 +334,7 @@ func (s *Secrets) Delete(ctx context.Context, namespace, physicalName string, vi
 	}
 	name := SecretName(physicalName)
 	if namespace == s.MountNamespace {
-		s.created.Forget(name)
+		s.created.DeleteExpectations(name)
 	}
 	secret, err := s.cached(namespace, name)
 	if apierrors.IsNotFound(err) && namespace != s.MountNamespace {

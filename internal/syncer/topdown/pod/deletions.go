@@ -15,57 +15,16 @@ import (
 // createdPodTimeout bounds how long a created physical pod may stay
 // unseen by the physical pod informer before the controller stops waiting
 // for it and looks again (a create then finds it, or its loss is noticed).
+// Until then the controller's expectation of it (Controller.created)
+// stands in for the cache: our own write of the mapping annotations brings
+// the virtual pod's key back at once, usually before the physical pod's
+// event, and without it each such pass would copy the dependencies and try
+// the create again.
 const createdPodTimeout = time.Minute
 
-// createdPods remembers the physical pods the controller created that its
-// physical pod informer has not shown yet. Our own write of the mapping
-// annotations brings the virtual pod's key back at once, usually before the
-// physical pod's event; without this memory each such pass would copy the
-// dependencies and try the create again.
-type createdPods struct {
-	mu   sync.Mutex
-	pods map[cache.ObjectName]createdPod
-}
-
-type createdPod struct {
-	virtualUID types.UID
-	until      time.Time
-}
-
-// expect records that the physical pod of the virtual pod key (with uid)
-// was created now.
-func (e *createdPods) expect(key cache.ObjectName, uid types.UID, now time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.pods == nil {
-		e.pods = map[cache.ObjectName]createdPod{}
-	}
-	e.pods[key] = createdPod{virtualUID: uid, until: now.Add(createdPodTimeout)}
-}
-
-// pending tells whether the physical pod of key (with uid) was created and
-// is still expected to show up, and for how long.
-func (e *createdPods) pending(key cache.ObjectName, uid types.UID, now time.Time) (time.Duration, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	created, ok := e.pods[key]
-	if !ok {
-		return 0, false
-	}
-	if created.virtualUID != uid || !now.Before(created.until) {
-		delete(e.pods, key)
-		return 0, false
-	}
-	return created.until.Sub(now), true
-}
-
-// observed forgets key: its physical pod showed up, or its virtual pod is
-// gone.
-func (e *createdPods) observed(key cache.ObjectName) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.pods, key)
-}
+// The deletions below are no expectation: nothing the controller wrote is
+// awaited. They are what the informer delivered, kept so that a later pass
+// can trust it without a live read.
 
 // deletedPodMemory is how long the deletion of a physical pod is
 // remembered: longer than any pass of its virtual pod takes to follow it.
