@@ -31,7 +31,10 @@ func (i physicalPodInformer) Lister() corelisters.PodLister {
 }
 
 // podsOfRecords is a shared informer of physical pod records that shows
-// them as Pods.
+// them as Pods. It embeds the informer, so a method a newer client-go adds
+// would pass records through; physicalinformer_test.go lists every method
+// of the interface as wrapped here or knowingly delegated, and fails on
+// one it does not list. podHandler and podIndexer are held to the same.
 type podsOfRecords struct{ cache.SharedIndexInformer }
 
 func (i podsOfRecords) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
