@@ -34,7 +34,8 @@ func (i physicalPodInformer) Lister() corelisters.PodLister {
 // them as Pods. It embeds the informer, so a method a newer client-go adds
 // would pass records through; physicalinformer_test.go lists every method
 // of the interface as wrapped here or knowingly delegated, and fails on
-// one it does not list. podHandler and podIndexer are held to the same.
+// one it does not list; podIndexer is held to the same. podHandler embeds
+// nothing: the compiler holds it to cache.ResourceEventHandler.
 type podsOfRecords struct{ cache.SharedIndexInformer }
 
 func (i podsOfRecords) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
