@@ -12,6 +12,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -66,7 +67,7 @@ func (c *Controller) adopt(ctx context.Context, virtual, physical *corev1.Pod) e
 			klog.FromContext(ctx).Info("Copies of an adopted pod not all in step", "reason", problem.reason, "message", problem.message, "err", problem.err)
 		}
 	}
-	patch := updatePatch(physical, c.desiredState(virtual))
+	patch := podspec.UpdatePatch(physical, c.desiredState(virtual))
 	if patch == nil {
 		return nil
 	}

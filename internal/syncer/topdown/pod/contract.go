@@ -3,6 +3,7 @@ package pod
 import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 )
 
 // The names users see on virtual pods and token Secrets are declared in
@@ -44,3 +45,10 @@ var (
 
 // TokenSecretRecord is what the token Secret cache keeps of a Secret.
 type TokenSecretRecord = podidentity.TokenSecretRecord
+
+// Network is what the pods' names and service links are made from
+// (Options.Network); ServiceLink one of those links.
+type (
+	Network     = podspec.Network
+	ServiceLink = podspec.ServiceLink
+)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +22,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -174,7 +173,7 @@ type Controller struct {
 	bindingStatus  BindingStatusWriter
 	blocked        *blockedPods
 	mountNamespace string
-	apiServer      *apiServerAddress
+	apiServer      *podspec.APIServer
 	network        Network
 
 	virtualClient   VirtualClient
@@ -207,7 +206,7 @@ func New(opts Options) (*Controller, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	apiServer, err := parseAPIServer(opts.VirtualAPIServer)
+	apiServer, err := podspec.ParseAPIServer(opts.VirtualAPIServer)
 	if err != nil {
 		return nil, fmt.Errorf("topdown pod: VirtualAPIServer: %w", err)
 	}
@@ -304,34 +303,6 @@ func (o Options) validate() error {
 		return fmt.Errorf("topdown pod: %w", err)
 	}
 	return nil
-}
-
-// apiServerAddress is where physical pods reach the virtual API server.
-type apiServerAddress struct {
-	host, port string
-	// ip is set when host is an IP, which host aliases need.
-	ip string
-}
-
-func parseAPIServer(address string) (*apiServerAddress, error) {
-	if address == "" {
-		return nil, nil
-	}
-	host, port, err := net.SplitHostPort(address)
-	if err != nil {
-		return nil, err
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return nil, fmt.Errorf("port %q is not a number between 1 and 65535", port)
-	}
-	if host == "" {
-		return nil, errors.New("host is empty")
-	}
-	a := &apiServerAddress{host: host, port: port}
-	if ip := net.ParseIP(host); ip != nil {
-		a.ip = ip.String()
-	}
-	return a, nil
 }
 
 func (c *Controller) registerHandlers(opts Options) error {
@@ -463,7 +434,7 @@ func virtualPodChanged(oldPod, newPod *corev1.Pod) bool {
 		!ptr.Equal(oldPod.DeletionGracePeriodSeconds, newPod.DeletionGracePeriodSeconds) ||
 		oldPod.Spec.NodeName != newPod.Spec.NodeName ||
 		!ptr.Equal(oldPod.Spec.ActiveDeadlineSeconds, newPod.Spec.ActiveDeadlineSeconds) ||
-		!maps.Equal(imagesOf(&oldPod.Spec), imagesOf(&newPod.Spec)) ||
+		!maps.Equal(podspec.ImagesOf(&oldPod.Spec), podspec.ImagesOf(&newPod.Spec)) ||
 		oldPod.Status.Phase != newPod.Status.Phase ||
 		len(oldPod.Spec.EphemeralContainers) != len(newPod.Spec.EphemeralContainers)
 }

@@ -11,6 +11,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -23,7 +24,7 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 	candidate := &preflight.Pod{Virtual: virtual, PhysicalNode: physicalNode, Physical: func() *corev1.Pod {
 		// The checks read the spec and annotations, not the names of the
 		// copies, which are not resolved yet.
-		return physicalPod(virtual, c.translation(virtual, m.name, physicalNode, dependencyNames{namespace: virtual.Namespace}))
+		return podspec.PhysicalPod(virtual, c.translation(virtual, m.name, physicalNode, podspec.Names{Namespace: virtual.Namespace}))
 	}}
 	if refusal := c.preflight.Checks.First(ctx, candidate); refusal != nil {
 		return c.refuse(ctx, virtual, *refusal)
@@ -48,8 +49,8 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 	}
 
 	t := c.translation(virtual, m.name, physicalNode, names)
-	t.network = c.networkFor(virtual)
-	created, err := c.physicalClient.Pods(c.mountNamespace).Create(ctx, physicalPod(virtual, t), metav1.CreateOptions{})
+	t.Network = podspec.NetworkFor(c.network, virtual)
+	created, err := c.physicalClient.Pods(c.mountNamespace).Create(ctx, podspec.PhysicalPod(virtual, t), metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return c.checkNameTaken(ctx, virtual, m)
@@ -69,16 +70,16 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 
 // translation is what physicalPod needs to make the physical pod of
 // virtual, named physicalName, on physicalNode, with the copies names.
-func (c *Controller) translation(virtual *corev1.Pod, physicalName, physicalNode string, names dependencyNames) translation {
-	return translation{
-		mountNamespace: c.mountNamespace,
-		owner:          c.owner,
-		physicalName:   physicalName,
-		physicalNode:   physicalNode,
-		names:          names,
-		plan:           podidentity.PlanFor(virtual),
-		apiServer:      c.apiServer,
-		allowed:        c.allowances.Current(),
+func (c *Controller) translation(virtual *corev1.Pod, physicalName, physicalNode string, names podspec.Names) podspec.Translation {
+	return podspec.Translation{
+		MountNamespace: c.mountNamespace,
+		Owner:          c.owner,
+		PhysicalName:   physicalName,
+		PhysicalNode:   physicalNode,
+		Names:          names,
+		Plan:           podidentity.PlanFor(virtual),
+		APIServer:      c.apiServer,
+		Allowed:        c.allowances.Current(),
 	}
 }
 
@@ -203,4 +204,10 @@ func (c *Controller) checkNameTaken(ctx context.Context, virtual *corev1.Pod, m 
 	c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPhysicalPodNameTaken, err.Error())
 	klog.FromContext(ctx).Error(err, "Pod cannot be created until the foreign physical pod is removed", "recheckAfter", conflictRecheck)
 	return controller.RequeueAfter(conflictRecheck), nil
+}
+
+// desiredState is podspec.DesiredState for the binding, with what its
+// policies allow now.
+func (c *Controller) desiredState(virtual *corev1.Pod) podspec.AppliedState {
+	return podspec.DesiredState(virtual, c.owner, c.allowances.Current())
 }

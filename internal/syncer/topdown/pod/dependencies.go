@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
@@ -44,14 +45,14 @@ type dependencyProblem struct {
 // when one fails so that the pod's condition lists every problem at once,
 // and returns their physical names. An optional reference to an object that
 // does not exist does not hold the pod back: the kubelet tolerates it.
-func (c *Controller) resolveDependencies(ctx context.Context, virtual *corev1.Pod) (dependencyNames, *dependencyProblem) {
+func (c *Controller) resolveDependencies(ctx context.Context, virtual *corev1.Pod) (podspec.Names, *dependencyProblem) {
 	refs := dependencyReferences(virtual)
 	required := requiredReferences(virtual)
-	names := dependencyNames{
-		namespace:  virtual.Namespace,
-		configMaps: make(map[string]string, len(refs.ConfigMaps)),
-		secrets:    make(map[string]string, len(refs.Secrets)),
-		pvcs:       make(map[string]string, len(refs.PVCs)),
+	names := podspec.Names{
+		Namespace:  virtual.Namespace,
+		ConfigMaps: make(map[string]string, len(refs.ConfigMaps)),
+		Secrets:    make(map[string]string, len(refs.Secrets)),
+		PVCs:       make(map[string]string, len(refs.PVCs)),
 	}
 	var notReady, conflicts []string
 	var waiting []dependency
@@ -77,9 +78,9 @@ func (c *Controller) resolveDependencies(ctx context.Context, virtual *corev1.Po
 			}
 		}
 	}
-	ensure(c.dependents.EnsureConfigMap, refs.ConfigMaps, required.configMaps, names.configMaps)
-	ensure(c.dependents.EnsureSecret, refs.Secrets, required.secrets, names.secrets)
-	ensure(c.dependents.EnsurePVC, refs.PVCs, required.pvcs, names.pvcs)
+	ensure(c.dependents.EnsureConfigMap, refs.ConfigMaps, required.configMaps, names.ConfigMaps)
+	ensure(c.dependents.EnsureSecret, refs.Secrets, required.secrets, names.Secrets)
+	ensure(c.dependents.EnsurePVC, refs.PVCs, required.pvcs, names.PVCs)
 	c.waiters.set(cache.MetaObjectToName(virtual), waiting)
 
 	switch {

@@ -2,10 +2,12 @@ package pod
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -125,3 +127,28 @@ func TestDependencyTransientError(t *testing.T) {
 		t.Errorf("events = %v, want none", events)
 	}
 }
+
+func TestRequiredReferences(t *testing.T) {
+	pod := boundPod()
+	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env,
+		corev1.EnvVar{Name: "OPT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "optional-config"}, Key: "k", Optional: ptr.To(true)}}},
+		// Optional here, required in a volume below: required.
+		corev1.EnvVar{Name: "MIXED", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "mixed"}, Key: "k", Optional: ptr.To(true)}}},
+	)
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "m", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "mixed"}}},
+		{Name: "o", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "optional-secret", Optional: ptr.To(true)}}},
+	}
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	got := requiredReferences(pod)
+	if want := []string{"config"}; !slices.Equal(sortedList(got.configMaps), want) {
+		t.Errorf("required ConfigMaps = %v, want %v", sortedList(got.configMaps), want)
+	}
+	if want := []string{"creds", "mixed"}; !slices.Equal(sortedList(got.secrets), want) {
+		t.Errorf("required Secrets = %v, want %v", sortedList(got.secrets), want)
+	}
+}
+
+func sortedList(s sets.Set[string]) []string { return sets.List(s) }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 )
 
 // ReasonEphemeralContainersRejected: the physical cluster refused the
@@ -30,7 +31,7 @@ const ephemeralContainersSubresource = "ephemeralcontainers"
 // (added by kubectl debug) that its physical pod lacks, translated like
 // every other container. Ephemeral containers can be added, never changed
 // or removed, so those the physical pod has are left alone.
-func missingEphemeralContainers(virtual, physical *corev1.Pod, t translation) []corev1.EphemeralContainer {
+func missingEphemeralContainers(virtual, physical *corev1.Pod, t podspec.Translation) []corev1.EphemeralContainer {
 	have := sets.New[string]()
 	for _, c := range physical.Spec.EphemeralContainers {
 		have.Insert(c.Name)
@@ -41,7 +42,7 @@ func missingEphemeralContainers(virtual, physical *corev1.Pod, t translation) []
 			continue
 		}
 		c := *c.DeepCopy()
-		t.rewriteContainer((*corev1.Container)(&c.EphemeralContainerCommon), virtual)
+		t.RewriteContainer((*corev1.Container)(&c.EphemeralContainerCommon), virtual)
 		missing = append(missing, c)
 	}
 	return missing
@@ -90,13 +91,13 @@ func (c *Controller) syncEphemeralContainers(ctx context.Context, virtual, physi
 		}
 		return 0, fmt.Errorf("ephemeral containers wait for their references: %w", problem.err)
 	}
-	missing := missingEphemeralContainers(virtual, physical, translation{
-		mountNamespace: c.mountNamespace,
-		owner:          c.owner,
-		physicalName:   m.name,
-		names:          names,
-		plan:           podidentity.PlanFor(virtual),
-		apiServer:      c.apiServer,
+	missing := missingEphemeralContainers(virtual, physical, podspec.Translation{
+		MountNamespace: c.mountNamespace,
+		Owner:          c.owner,
+		PhysicalName:   m.name,
+		Names:          names,
+		Plan:           podidentity.PlanFor(virtual),
+		APIServer:      c.apiServer,
 	})
 	// A strategic merge patch adds by name, whatever the physical pod's
 	// resourceVersion: the kubelet's status updates cannot make it fail.

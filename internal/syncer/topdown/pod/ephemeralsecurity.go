@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	psaapi "k8s.io/pod-security-admission/api"
 
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -26,8 +27,8 @@ func (c *Controller) refusedEphemeralContainers(virtual, physical *corev1.Pod, m
 	if !ok || level.Level == psaapi.LevelPrivileged {
 		return nil
 	}
-	t := c.translation(virtual, m.name, physical.Spec.NodeName, dependencyNames{namespace: virtual.Namespace})
-	base := physicalPod(virtual, t)
+	t := c.translation(virtual, m.name, physical.Spec.NodeName, podspec.Names{Namespace: virtual.Namespace})
+	base := podspec.PhysicalPod(virtual, t)
 	var refused map[string]string
 	for _, container := range missingEphemeralContainers(virtual, physical, t) {
 		pod := base.DeepCopy()

@@ -15,6 +15,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -152,7 +153,7 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 		logger.V(4).Info("Physical pod is terminating")
 		return controller.Result{}, nil
 	}
-	if patch := updatePatch(physical, c.desiredState(virtual)); patch != nil {
+	if patch := podspec.UpdatePatch(physical, c.desiredState(virtual)); patch != nil {
 		_, err := c.physicalClient.Pods(physical.Namespace).Patch(ctx, physical.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):

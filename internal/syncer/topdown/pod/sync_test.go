@@ -24,6 +24,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -113,9 +114,9 @@ func TestCreate(t *testing.T) {
 	}
 
 	created := actions(f.physicalKube, "create", "pods")[0].(clienttesting.CreateAction).GetObject().(*corev1.Pod)
-	apiServer, _ := parseAPIServer("10.0.0.1:6443")
-	want := physicalPod(f.virtualPod(), translation{mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
-		names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual), apiServer: apiServer})
+	apiServer, _ := podspec.ParseAPIServer("10.0.0.1:6443")
+	want := podspec.PhysicalPod(f.virtualPod(), podspec.Translation{MountNamespace: mountNS, Owner: testOwner, PhysicalName: physicalName, PhysicalNode: physicalNode,
+		Names: resolvedNames(virtual), Plan: podidentity.PlanFor(virtual), APIServer: apiServer})
 	if !equality.Semantic.DeepEqual(created, want) {
 		t.Errorf("created pod (-want +got):\n%s", diff.Diff(want, created))
 	}

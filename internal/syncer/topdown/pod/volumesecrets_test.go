@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
@@ -117,7 +118,7 @@ func TestVolumeSecretsAreCopiedAndRewritten(t *testing.T) {
 					Volumes:    []corev1.Volume{{Name: "v", VolumeSource: *tc.volume.DeepCopy()}},
 				},
 			}
-			refs := dependencyReferences(virtual)
+			refs := references.Copied(virtual)
 			required := requiredReferences(virtual)
 			if tc.secret == "" {
 				if len(refs.Secrets) != 0 || required.secrets.Len() != 0 {
@@ -135,9 +136,9 @@ func TestVolumeSecretsAreCopiedAndRewritten(t *testing.T) {
 				t.Errorf("references index lacks %s", got)
 			}
 
-			physical := physicalPod(virtual, translation{
-				mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
-				names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual),
+			physical := podspec.PhysicalPod(virtual, podspec.Translation{
+				MountNamespace: mountNS, Owner: testOwner, PhysicalName: physicalName, PhysicalNode: physicalNode,
+				Names: resolvedNames(virtual), Plan: podidentity.PlanFor(virtual),
 			})
 			if got, want := tc.physical(physical.Spec.Volumes[0].VolumeSource), pn(tc.secret); got != want {
 				t.Errorf("physical pod names Secret %q, want its copy %q", got, want)
@@ -169,9 +170,9 @@ func TestServiceAccountNameAnswersVirtualValue(t *testing.T) {
 			Containers: []corev1.Container{{Name: "app", Image: "nginx:1", Env: []corev1.EnvVar{fieldEnv("SA", "spec.serviceAccountName")}}},
 		},
 	}
-	physical := physicalPod(virtual, translation{
-		mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
-		names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual),
+	physical := podspec.PhysicalPod(virtual, podspec.Translation{
+		MountNamespace: mountNS, Owner: testOwner, PhysicalName: physicalName, PhysicalNode: physicalNode,
+		Names: resolvedNames(virtual), Plan: podidentity.PlanFor(virtual),
 	})
 	if env := physical.Spec.Containers[0].Env[0]; env.ValueFrom != nil || env.Value != "builder" {
 		t.Errorf("env %+v, want the literal value builder", env)

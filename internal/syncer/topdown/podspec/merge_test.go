@@ -1,4 +1,4 @@
-package pod
+package podspec
 
 import (
 	"encoding/json"
@@ -122,8 +122,8 @@ func TestMergeDeadline(t *testing.T) {
 
 // physicalFor is the physical pod created for virtual, as it is stored.
 func physicalFor(virtual *corev1.Pod) *corev1.Pod {
-	pod := physicalPod(virtual, translation{mountNamespace: mountNS, owner: testOwner, physicalName: physicalName, physicalNode: physicalNode,
-		names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual)})
+	pod := PhysicalPod(virtual, Translation{MountNamespace: mountNS, Owner: testOwner, PhysicalName: physicalName, PhysicalNode: physicalNode,
+		Names: resolvedNames(virtual), Plan: podidentity.PlanFor(virtual)})
 	pod.UID = physicalUID
 	pod.ResourceVersion = "20"
 	return pod
@@ -141,7 +141,7 @@ func decodePatch(t *testing.T, patch []byte) map[string]any {
 func TestUpdatePatch(t *testing.T) {
 	t.Run("freshly created pod needs none", func(t *testing.T) {
 		virtual := fullVirtualPod()
-		if patch := updatePatch(physicalFor(virtual), desiredState(virtual, testOwner, allowances.Set{})); patch != nil {
+		if patch := UpdatePatch(physicalFor(virtual), DesiredState(virtual, testOwner, allowances.Set{})); patch != nil {
 			t.Errorf("patch = %s, want none", patch)
 		}
 	})
@@ -150,7 +150,7 @@ func TestUpdatePatch(t *testing.T) {
 		physical := physicalFor(virtual)
 		physical.Labels["injected"] = "yes"
 		physical.Annotations["sidecar.example.com/status"] = "injected"
-		if patch := updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})); patch != nil {
+		if patch := UpdatePatch(physical, DesiredState(virtual, testOwner, allowances.Set{})); patch != nil {
 			t.Errorf("patch = %s, want none", patch)
 		}
 	})
@@ -165,8 +165,8 @@ func TestUpdatePatch(t *testing.T) {
 		// Bookkeeping of the bottom-up side changes nothing.
 		virtual.Annotations[kubeoceanv1alpha1.AnnotationLastSyncTime] = "2026-05-05T00:00:00Z"
 
-		desired := desiredState(virtual, testOwner, allowances.Set{})
-		patch := decodePatch(t, updatePatch(physical, desired))
+		desired := DesiredState(virtual, testOwner, allowances.Set{})
+		patch := decodePatch(t, UpdatePatch(physical, desired))
 		want := map[string]any{
 			"metadata": map[string]any{
 				"uid":    string(physicalUID),
@@ -190,7 +190,7 @@ func TestUpdatePatch(t *testing.T) {
 		virtual := boundPod()
 		physical := physicalFor(virtual)
 		delete(physical.Labels, kubeoceanv1alpha1.LabelManagedBy)
-		patch := decodePatch(t, updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})))
+		patch := decodePatch(t, UpdatePatch(physical, DesiredState(virtual, testOwner, allowances.Set{})))
 		labels := patch["metadata"].(map[string]any)["labels"]
 		if want := map[string]any{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}; !reflect.DeepEqual(labels, want) {
 			t.Errorf("labels patch = %v, want %v", labels, want)
@@ -200,7 +200,7 @@ func TestUpdatePatch(t *testing.T) {
 		virtual := boundPod()
 		physical := physicalFor(virtual)
 		physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "someone-else"
-		patch := decodePatch(t, updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})))
+		patch := decodePatch(t, UpdatePatch(physical, DesiredState(virtual, testOwner, allowances.Set{})))
 		want := map[string]any{"uid": string(physicalUID), "annotations": map[string]any{kubeoceanv1alpha1.AnnotationVirtualPodUID: string(virtualUID)}}
 		if !reflect.DeepEqual(patch["metadata"], want) || patch["spec"] != nil {
 			t.Errorf("patch = %v, want metadata %v only", patch, want)
@@ -211,7 +211,7 @@ func TestUpdatePatch(t *testing.T) {
 		// their pods are not patched for that alone.
 		virtual := fullVirtualPod()
 		physical := physicalFor(virtual)
-		older := desiredState(virtual, testOwner, allowances.Set{})
+		older := DesiredState(virtual, testOwner, allowances.Set{})
 		older.Annotations = maps.Clone(older.Annotations)
 		data, err := json.Marshal(older) // with the enforced annotations
 		if err != nil {
@@ -221,7 +221,7 @@ func TestUpdatePatch(t *testing.T) {
 			t.Fatalf("record %s does not name the virtual pod", data)
 		}
 		physical.Annotations[AnnotationLastApplied] = string(data)
-		if patch := updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})); patch != nil {
+		if patch := UpdatePatch(physical, DesiredState(virtual, testOwner, allowances.Set{})); patch != nil {
 			t.Errorf("patch = %s, want none", patch)
 		}
 	})
@@ -229,8 +229,8 @@ func TestUpdatePatch(t *testing.T) {
 		virtual := boundPod()
 		physical := physicalFor(virtual)
 		physical.Annotations[AnnotationLastApplied] = "{"
-		desired := desiredState(virtual, testOwner, allowances.Set{})
-		patch := decodePatch(t, updatePatch(physical, desired))
+		desired := DesiredState(virtual, testOwner, allowances.Set{})
+		patch := decodePatch(t, UpdatePatch(physical, desired))
 		want := map[string]any{"uid": string(physicalUID), "annotations": map[string]any{AnnotationLastApplied: desired.encode()}}
 		if !reflect.DeepEqual(patch["metadata"], want) || patch["spec"] != nil {
 			t.Errorf("patch = %v, want metadata %v only", patch, want)
@@ -239,7 +239,7 @@ func TestUpdatePatch(t *testing.T) {
 }
 
 func TestDesiredStateDropsVirtualBookkeeping(t *testing.T) {
-	state := desiredState(fullVirtualPod(), testOwner, allowances.Set{})
+	state := DesiredState(fullVirtualPod(), testOwner, allowances.Set{})
 	for _, k := range []string{
 		kubeoceanv1alpha1.AnnotationPhysicalPodNamespace, kubeoceanv1alpha1.AnnotationPhysicalPodName,
 		kubeoceanv1alpha1.AnnotationPhysicalPodUID, kubeoceanv1alpha1.AnnotationLastSyncTime,
@@ -306,8 +306,8 @@ func TestUpdatePatchMovesThePreviousFormToTheTranslated(t *testing.T) {
 		AnnotationLastApplied: `{"labels":{"app":"web","kubeocean.io/binding-uid":"binding-uid","kubeocean.io/cluster-id":"c1","kubeocean.io/managed-by":"kubeocean"},` +
 			`"annotations":{"team":"a"},"images":{"containers/app":"nginx:1","initContainers/init":"busybox:1"}}`,
 	}
-	desired := desiredState(virtual, testOwner, allowances.Set{})
-	patch := updatePatch(physical, desired)
+	desired := DesiredState(virtual, testOwner, allowances.Set{})
+	patch := UpdatePatch(physical, desired)
 	if patch == nil {
 		t.Fatal("no patch for a pod of the previous form")
 	}
@@ -319,7 +319,7 @@ func TestUpdatePatchMovesThePreviousFormToTheTranslated(t *testing.T) {
 	if !maps.Equal(moved.Labels, fresh.Labels) || !maps.Equal(moved.Annotations, fresh.Annotations) {
 		t.Errorf("after the patch:\nlabels      %v\nannotations %v\nwant        %v\n            %v", moved.Labels, moved.Annotations, fresh.Labels, fresh.Annotations)
 	}
-	if again := updatePatch(moved, desired); again != nil {
+	if again := UpdatePatch(moved, desired); again != nil {
 		t.Errorf("second patch = %s, want none", again)
 	}
 }
@@ -330,7 +330,7 @@ func TestUpdatePatchOfTranslatedMetadata(t *testing.T) {
 		virtual := fullVirtualPod()
 		physical := physicalFor(virtual)
 		virtual.Labels["app"] = "api"
-		patch := decodePatch(t, updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})))
+		patch := decodePatch(t, UpdatePatch(physical, DesiredState(virtual, testOwner, allowances.Set{})))
 		labels := patch["metadata"].(map[string]any)["labels"]
 		if want := map[string]any{"label.kubeocean.io/app": "api"}; !reflect.DeepEqual(labels, want) {
 			t.Errorf("labels patch = %v, want %v", labels, want)
@@ -342,16 +342,16 @@ func TestUpdatePatchOfTranslatedMetadata(t *testing.T) {
 	})
 	t.Run("allowed keys pass as they are, and go when no longer allowed", func(t *testing.T) {
 		virtual := fullVirtualPod()
-		desired := desiredState(virtual, testOwner, allowApp)
+		desired := DesiredState(virtual, testOwner, allowApp)
 		if desired.Labels["app"] != "web" || desired.Labels["label.kubeocean.io/app"] != "web" || desired.Annotations["team"] != "a" {
 			t.Fatalf("desired = %v, %v; want app and team as they are, app translated too", desired.Labels, desired.Annotations)
 		}
-		physical := physicalPod(virtual, translation{mountNamespace: mountNS, owner: testOwner, physicalName: physicalName,
-			physicalNode: physicalNode, names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual), allowed: allowApp})
+		physical := PhysicalPod(virtual, Translation{MountNamespace: mountNS, Owner: testOwner, PhysicalName: physicalName,
+			PhysicalNode: physicalNode, Names: resolvedNames(virtual), Plan: podidentity.PlanFor(virtual), Allowed: allowApp})
 		if physical.Labels["app"] != "web" || physical.Annotations["team"] != "a" {
 			t.Fatalf("created with %v, %v; want the allowed keys", physical.Labels, physical.Annotations)
 		}
-		moved := applied(t, physical, updatePatch(physical, desiredState(virtual, testOwner, allowances.Set{})))
+		moved := applied(t, physical, UpdatePatch(physical, DesiredState(virtual, testOwner, allowances.Set{})))
 		if _, ok := moved.Labels["app"]; ok {
 			t.Errorf("label app stays after its allowance went: %v", moved.Labels)
 		}
@@ -368,7 +368,7 @@ func TestUpdatePatchOfTranslatedMetadata(t *testing.T) {
 		virtual.Labels[kubeoceanv1alpha1.LabelVirtualNamespace] = "other-namespace"
 		virtual.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "other-uid"
 		forgeAll := allowing(kubeoceanv1alpha1.WorkloadAllowances{LabelKeys: []string{"kubeocean.io/*"}, AnnotationKeys: []string{"kubeocean.io/*"}})
-		desired := desiredState(virtual, testOwner, forgeAll)
+		desired := DesiredState(virtual, testOwner, forgeAll)
 		if desired.Labels[kubeoceanv1alpha1.LabelBindingUID] != string(testBinding) ||
 			desired.Labels[kubeoceanv1alpha1.LabelVirtualNamespace] != virtualNS ||
 			desired.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtualUID) {

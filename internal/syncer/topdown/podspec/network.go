@@ -1,4 +1,4 @@
-package pod
+package podspec
 
 import (
 	"net"
@@ -43,19 +43,21 @@ type ServiceLink struct {
 	Ports           []corev1.ServicePort
 }
 
-// networkView is what one pod's translation reads of the Network.
-type networkView struct {
+// NetworkView is what one pod's translation reads of the Network.
+type NetworkView struct {
 	dnsServer, domain string
 	links             []ServiceLink
 }
 
-func (c *Controller) networkFor(virtual *corev1.Pod) *networkView {
-	if c.network == nil {
+// NetworkFor is what the translation of virtual reads of n; nil for a nil
+// n.
+func NetworkFor(n Network, virtual *corev1.Pod) *NetworkView {
+	if n == nil {
 		return nil
 	}
-	v := &networkView{dnsServer: c.network.DNSServer(), domain: c.network.ClusterDomain()}
+	v := &NetworkView{dnsServer: n.DNSServer(), domain: n.ClusterDomain()}
 	if virtual.Spec.EnableServiceLinks == nil || *virtual.Spec.EnableServiceLinks {
-		v.links = c.network.ServiceLinks(virtual.Namespace)
+		v.links = n.ServiceLinks(virtual.Namespace)
 	}
 	return v
 }
@@ -65,7 +67,7 @@ func (c *Controller) networkFor(virtual *corev1.Pod) *networkView {
 // EndpointSlice controller gives it its per-pod name; its resolver is the
 // binding's DNS server, as ClusterFirst would make the virtual cluster's;
 // its environment has the service variables the virtual kubelet would set.
-func (n *networkView) applyNetwork(spec *corev1.PodSpec, virtual *corev1.Pod) {
+func (n *NetworkView) applyNetwork(spec *corev1.PodSpec, virtual *corev1.Pod) {
 	if spec.Subdomain != "" {
 		spec.Subdomain = naming.PhysicalName(virtual.Namespace, spec.Subdomain)
 	}

@@ -1,4 +1,4 @@
-package pod
+package podspec
 
 import (
 	"fmt"
@@ -48,7 +48,7 @@ func TestMergeDNSConfigWithinKubeletLimits(t *testing.T) {
 }
 
 func TestApplyNetworkPolicies(t *testing.T) {
-	view := &networkView{dnsServer: "10.0.0.10", domain: "cluster.local"}
+	view := &NetworkView{dnsServer: "10.0.0.10", domain: "cluster.local"}
 	for _, c := range []struct {
 		policy      corev1.DNSPolicy
 		hostNetwork bool
@@ -65,7 +65,7 @@ func TestApplyNetworkPolicies(t *testing.T) {
 	}
 	// No DNS Service yet: the physical cluster's DNS, as it was.
 	spec := &corev1.PodSpec{}
-	(&networkView{domain: "cluster.local"}).applyNetwork(spec, &corev1.Pod{})
+	(&NetworkView{domain: "cluster.local"}).applyNetwork(spec, &corev1.Pod{})
 	if spec.DNSPolicy != "" || spec.DNSConfig != nil {
 		t.Errorf("without a DNS server: %+v", spec)
 	}
@@ -79,7 +79,7 @@ func TestApplyNetworkSubdomainAndServiceLinks(t *testing.T) {
 		InitContainers: []corev1.Container{{Name: "init"}},
 		Containers:     []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "WEB_SERVICE_HOST", Value: "mine"}, {Name: "URL", Value: "$(WEB_PORT)"}}}},
 	}
-	view := &networkView{dnsServer: "10.0.0.10", domain: "cluster.local", links: []ServiceLink{
+	view := &NetworkView{dnsServer: "10.0.0.10", domain: "cluster.local", links: []ServiceLink{
 		{Name: "web-api", ClusterIP: "10.0.0.20", Ports: []corev1.ServicePort{{Name: "http-alt", Port: 80, Protocol: corev1.ProtocolTCP}, {Port: 53, Protocol: corev1.ProtocolUDP}}},
 		{Name: "headless", ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 1}}},
 		{Name: "web", ClusterIP: "fd00::1", Ports: []corev1.ServicePort{{Port: 8080, Protocol: corev1.ProtocolTCP}}},
@@ -121,7 +121,7 @@ func TestApplyNetworkSubdomainAndServiceLinks(t *testing.T) {
 func TestPhysicalPodNetwork(t *testing.T) {
 	virtual := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
 	virtual.Namespace, virtual.Name = "shop", "web"
-	pod := physicalPod(virtual, translation{mountNamespace: "m", physicalName: "p", network: &networkView{dnsServer: "10.0.0.10", domain: "cluster.local"}})
+	pod := PhysicalPod(virtual, Translation{MountNamespace: "m", PhysicalName: "p", Network: &NetworkView{dnsServer: "10.0.0.10", domain: "cluster.local"}})
 	if pod.Spec.DNSPolicy != corev1.DNSNone || pod.Spec.DNSConfig.Nameservers[0] != "10.0.0.10" || *pod.Spec.EnableServiceLinks {
 		t.Errorf("physical pod spec %+v", pod.Spec)
 	}

@@ -1,4 +1,4 @@
-package pod
+package podspec
 
 import (
 	"reflect"
@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -42,7 +41,7 @@ func projectedVolume(name string, mode *int32, sources ...corev1.VolumeProjectio
 
 func fromTokenSecret(items ...corev1.KeyToPath) corev1.VolumeProjection {
 	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{
-		LocalObjectReference: corev1.LocalObjectReference{Name: TokenSecretName(physicalName)}, Items: items}}
+		LocalObjectReference: corev1.LocalObjectReference{Name: podidentity.SecretName(physicalName)}, Items: items}}
 }
 
 // fullVirtualPod uses every kind of reference a pod can make, the
@@ -172,7 +171,7 @@ func fullPhysicalPod() *corev1.Pod {
 					fieldEnv("POD_IP", "status.podIP"),
 					fieldEnv("APP", "metadata.labels['label.kubeocean.io/app']"),
 					{Name: "TEAM", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-						LocalObjectReference: corev1.LocalObjectReference{Name: TokenSecretName(physicalName)}, Key: podidentity.SecretKey("metadata.annotations['team']")}}},
+						LocalObjectReference: corev1.LocalObjectReference{Name: podidentity.SecretName(physicalName)}, Key: podidentity.SecretKey("metadata.annotations['team']")}}},
 				}, apiServerEnv...),
 				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: pn("app-env")}}}},
 			}},
@@ -205,17 +204,17 @@ func fullPhysicalPod() *corev1.Pod {
 
 // resolvedNames are the names the dependents library returns for
 // fullVirtualPod.
-func resolvedNames(pod *corev1.Pod) dependencyNames {
-	refs := dependencyReferences(pod)
-	names := dependencyNames{namespace: pod.Namespace, configMaps: map[string]string{}, secrets: map[string]string{}, pvcs: map[string]string{}}
+func resolvedNames(pod *corev1.Pod) Names {
+	refs := references.Copied(pod)
+	names := Names{Namespace: pod.Namespace, ConfigMaps: map[string]string{}, Secrets: map[string]string{}, PVCs: map[string]string{}}
 	for _, n := range refs.ConfigMaps {
-		names.configMaps[n] = pn(n)
+		names.ConfigMaps[n] = pn(n)
 	}
 	for _, n := range refs.Secrets {
-		names.secrets[n] = pn(n)
+		names.Secrets[n] = pn(n)
 	}
 	for _, n := range refs.PVCs {
-		names.pvcs[n] = pn(n)
+		names.PVCs[n] = pn(n)
 	}
 	return names
 }
@@ -273,14 +272,14 @@ func TestPhysicalPod(t *testing.T) {
 			if tt.want != nil {
 				tt.want(want)
 			}
-			apiServer, err := parseAPIServer(tt.apiServer)
+			apiServer, err := ParseAPIServer(tt.apiServer)
 			if err != nil {
 				t.Fatal(err)
 			}
 			before := virtual.DeepCopy()
-			got := physicalPod(virtual, translation{owner: testOwner,
-				mountNamespace: mountNS, physicalName: physicalName, physicalNode: physicalNode,
-				names: resolvedNames(virtual), plan: podidentity.PlanFor(virtual), apiServer: apiServer,
+			got := PhysicalPod(virtual, Translation{Owner: testOwner,
+				MountNamespace: mountNS, PhysicalName: physicalName, PhysicalNode: physicalNode,
+				Names: resolvedNames(virtual), Plan: podidentity.PlanFor(virtual), APIServer: apiServer,
 			})
 			if !equality.Semantic.DeepEqual(want, got) {
 				t.Errorf("physical pod (-want +got):\n%s", diff.Diff(want, got))
@@ -295,7 +294,7 @@ func TestPhysicalPod(t *testing.T) {
 func TestPhysicalPodHostnameNotALabel(t *testing.T) {
 	virtual := boundPod()
 	virtual.Name = "web.v1"
-	got := physicalPod(virtual, translation{mountNamespace: mountNS, physicalName: "x", physicalNode: physicalNode})
+	got := PhysicalPod(virtual, Translation{MountNamespace: mountNS, PhysicalName: "x", PhysicalNode: physicalNode})
 	if got.Spec.Hostname != "" {
 		t.Errorf("hostname = %q, want none for a name that is no DNS label", got.Spec.Hostname)
 	}
@@ -307,7 +306,7 @@ func TestDependencyReferences(t *testing.T) {
 	// ConfigMap; the one next to the token is served by the token Secret.
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: references.RootCAConfigMap}}}})
-	refs := dependencyReferences(pod)
+	refs := references.Copied(pod)
 	if want := []string{"app-config", "bundle-config", "init-config", references.RootCAConfigMap}; !slices.Equal(refs.ConfigMaps, want) {
 		t.Errorf("ConfigMaps = %v, want %v", refs.ConfigMaps, want)
 	}
@@ -320,59 +319,34 @@ func TestDependencyReferences(t *testing.T) {
 
 	without := fullVirtualPod()
 	without.Spec.Volumes = without.Spec.Volumes[:3]
-	if refs := dependencyReferences(without); slices.Equal(refs.ConfigMaps, []string{references.RootCAConfigMap}) {
+	if refs := references.Copied(without); slices.Equal(refs.ConfigMaps, []string{references.RootCAConfigMap}) {
 		t.Errorf("kube-root-ca.crt listed without a volume using it")
-	}
-}
-
-func TestRequiredReferences(t *testing.T) {
-	pod := boundPod()
-	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env,
-		corev1.EnvVar{Name: "OPT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "optional-config"}, Key: "k", Optional: ptr.To(true)}}},
-		// Optional here, required in a volume below: required.
-		corev1.EnvVar{Name: "MIXED", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "mixed"}, Key: "k", Optional: ptr.To(true)}}},
-	)
-	pod.Spec.Volumes = []corev1.Volume{
-		{Name: "m", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "mixed"}}},
-		{Name: "o", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "optional-secret", Optional: ptr.To(true)}}},
-	}
-	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
-	got := requiredReferences(pod)
-	if want := []string{"config"}; !slices.Equal(sortedList(got.configMaps), want) {
-		t.Errorf("required ConfigMaps = %v, want %v", sortedList(got.configMaps), want)
-	}
-	if want := []string{"creds", "mixed"}; !slices.Equal(sortedList(got.secrets), want) {
-		t.Errorf("required Secrets = %v, want %v", sortedList(got.secrets), want)
 	}
 }
 
 func TestParseAPIServer(t *testing.T) {
 	tests := []struct {
 		in      string
-		want    *apiServerAddress
+		want    *APIServer
 		wantErr bool
 	}{
 		{in: "", want: nil},
-		{in: "10.1.2.3:6443", want: &apiServerAddress{host: "10.1.2.3", port: "6443", ip: "10.1.2.3"}},
-		{in: "[fd00::1]:443", want: &apiServerAddress{host: "fd00::1", port: "443", ip: "fd00::1"}},
-		{in: "api.example.com:443", want: &apiServerAddress{host: "api.example.com", port: "443"}},
+		{in: "10.1.2.3:6443", want: &APIServer{host: "10.1.2.3", port: "6443", ip: "10.1.2.3"}},
+		{in: "[fd00::1]:443", want: &APIServer{host: "fd00::1", port: "443", ip: "fd00::1"}},
+		{in: "api.example.com:443", want: &APIServer{host: "api.example.com", port: "443"}},
 		{in: "api.example.com", wantErr: true},
 		{in: "api.example.com:http", wantErr: true},
 		{in: ":443", wantErr: true},
 		{in: "host:70000", wantErr: true},
 	}
 	for _, tt := range tests {
-		got, err := parseAPIServer(tt.in)
+		got, err := ParseAPIServer(tt.in)
 		if (err != nil) != tt.wantErr {
-			t.Errorf("parseAPIServer(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			t.Errorf("ParseAPIServer(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
 			continue
 		}
 		if !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseAPIServer(%q) = %+v, want %+v", tt.in, got, tt.want)
+			t.Errorf("ParseAPIServer(%q) = %+v, want %+v", tt.in, got, tt.want)
 		}
 	}
 }
-
-func sortedList(s sets.Set[string]) []string { return sets.List(s) }

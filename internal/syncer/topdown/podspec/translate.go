@@ -1,4 +1,4 @@
-package pod
+package podspec
 
 import (
 	"maps"
@@ -15,68 +15,71 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
-// dependencyNames maps the names of the ConfigMaps, Secrets and PVCs a
+// Names maps the names of the ConfigMaps, Secrets and PVCs a
 // virtual pod uses to the names of their physical copies.
-type dependencyNames struct {
-	namespace                 string
-	configMaps, secrets, pvcs map[string]string
+type Names struct {
+	// Namespace is the virtual pod's.
+	Namespace                 string
+	ConfigMaps, Secrets, PVCs map[string]string
 }
 
-func (n dependencyNames) lookup(names map[string]string, name string) string {
+func (n Names) lookup(names map[string]string, name string) string {
 	if physical := names[name]; physical != "" {
 		return physical
 	}
 	// Not resolved (an optional reference to an object that does not
 	// exist): the name a copy would get, which the kubelet finds missing
 	// and tolerates.
-	return naming.PhysicalName(n.namespace, name)
+	return naming.PhysicalName(n.Namespace, name)
 }
 
-func (n dependencyNames) configMap(name string) string { return n.lookup(n.configMaps, name) }
-func (n dependencyNames) secret(name string) string    { return n.lookup(n.secrets, name) }
-func (n dependencyNames) pvc(name string) string       { return n.lookup(n.pvcs, name) }
+func (n Names) configMap(name string) string { return n.lookup(n.ConfigMaps, name) }
+func (n Names) secret(name string) string    { return n.lookup(n.Secrets, name) }
+func (n Names) pvc(name string) string       { return n.lookup(n.PVCs, name) }
 
-// translation is what turning a virtual pod into its physical pod needs
+// Translation is what turning a virtual pod into its physical pod needs
 // beyond the virtual pod itself.
-type translation struct {
-	mountNamespace string
-	owner          ownership.Owner
-	physicalName   string
-	physicalNode   string
-	names          dependencyNames
-	plan           podidentity.Plan
-	apiServer      *apiServerAddress
-	// allowed is what the lender lets through (label and annotation keys
+type Translation struct {
+	MountNamespace string
+	Owner          ownership.Owner
+	PhysicalName   string
+	PhysicalNode   string
+	Names          Names
+	Plan           podidentity.Plan
+	// APIServer, when set, is where the pod reaches the virtual API
+	// server.
+	APIServer *APIServer
+	// Allowed is what the lender lets through (label and annotation keys
 	// as they are); the zero Set lets nothing.
-	allowed allowances.Set
-	// network is the binding's DNS and Service mirrors; nil leaves the
+	Allowed allowances.Set
+	// Network is the binding's DNS and Service mirrors; nil leaves the
 	// pod's resolver and environment as they are.
-	network *networkView
+	Network *NetworkView
 }
 
-// physicalPod is the physical pod for virtual: pinned to the physical node,
+// PhysicalPod is the physical pod for virtual: pinned to the physical node,
 // every reference renamed to the physical copy, the identity the pod sees
 // (and the labels and annotations it reads) served from its token Secret,
-// its labels and annotations in Kubeocean's form (desiredState), and
+// its labels and annotations in Kubeocean's form (DesiredState), and
 // scheduling fields dropped, because the pod is already placed and the
 // physical cluster's scheduler and priority classes know nothing of the
 // virtual ones. A runtime class is kept: specNotAllowed refuses the pods
 // whose runtime class the lender does not allow.
-func physicalPod(virtual *corev1.Pod, t translation) *corev1.Pod {
-	state := desiredState(virtual, t.owner, t.allowed)
+func PhysicalPod(virtual *corev1.Pod, t Translation) *corev1.Pod {
+	state := DesiredState(virtual, t.Owner, t.Allowed)
 	annotations := maps.Clone(state.Annotations)
 	annotations[AnnotationLastApplied] = state.encode()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   t.mountNamespace,
-			Name:        t.physicalName,
+			Namespace:   t.MountNamespace,
+			Name:        t.PhysicalName,
 			Labels:      maps.Clone(state.Labels),
 			Annotations: annotations,
 		},
 		Spec: *virtual.Spec.DeepCopy(),
 	}
 	spec := &pod.Spec
-	spec.NodeName = t.physicalNode
+	spec.NodeName = t.PhysicalNode
 	spec.NodeSelector, spec.Affinity, spec.TopologySpreadConstraints, spec.SchedulingGates = nil, nil, nil, nil
 	// The physical cluster computes these from its own classes; a copied
 	// value would be rejected by its admission or mean something else.
@@ -97,36 +100,36 @@ func physicalPod(virtual *corev1.Pod, t translation) *corev1.Pod {
 	if spec.Hostname == "" && len(validation.IsDNS1123Label(virtual.Name)) == 0 {
 		spec.Hostname = virtual.Name
 	}
-	t.network.applyNetwork(spec, virtual)
+	t.Network.applyNetwork(spec, virtual)
 
 	t.rewriteVolumes(spec.Volumes)
 	for _, c := range references.AllContainers(spec) {
-		t.rewriteContainer(c, virtual)
+		t.RewriteContainer(c, virtual)
 	}
 	for i := range spec.ImagePullSecrets {
-		spec.ImagePullSecrets[i].Name = t.names.secret(spec.ImagePullSecrets[i].Name)
+		spec.ImagePullSecrets[i].Name = t.Names.secret(spec.ImagePullSecrets[i].Name)
 	}
-	if t.apiServer != nil && t.apiServer.ip != "" {
+	if t.APIServer != nil && t.APIServer.ip != "" {
 		spec.HostAliases = append(spec.HostAliases, corev1.HostAlias{
-			IP:        t.apiServer.ip,
+			IP:        t.APIServer.ip,
 			Hostnames: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 		})
 	}
 	return pod
 }
 
-func (t translation) tokenSecret() string { return podidentity.SecretName(t.physicalName) }
+func (t Translation) tokenSecret() string { return podidentity.SecretName(t.PhysicalName) }
 
-func (t translation) rewriteVolumes(volumes []corev1.Volume) {
+func (t Translation) rewriteVolumes(volumes []corev1.Volume) {
 	for i := range volumes {
 		v := &volumes[i]
 		switch {
 		case v.ConfigMap != nil:
-			v.ConfigMap.Name = t.names.configMap(v.ConfigMap.Name)
+			v.ConfigMap.Name = t.Names.configMap(v.ConfigMap.Name)
 		case v.Secret != nil:
-			v.Secret.SecretName = t.names.secret(v.Secret.SecretName)
+			v.Secret.SecretName = t.Names.secret(v.Secret.SecretName)
 		case v.PersistentVolumeClaim != nil:
-			v.PersistentVolumeClaim.ClaimName = t.names.pvc(v.PersistentVolumeClaim.ClaimName)
+			v.PersistentVolumeClaim.ClaimName = t.Names.pvc(v.PersistentVolumeClaim.ClaimName)
 		case v.Projected != nil:
 			v.Projected.Sources = t.projectedSources(v.Projected)
 		case v.DownwardAPI != nil && hasIdentityItems(v.DownwardAPI.Items):
@@ -141,28 +144,28 @@ func (t translation) rewriteVolumes(volumes []corev1.Volume) {
 			rewriteLabelItems(v.DownwardAPI.Items)
 		default:
 			if ref := references.VolumeSecret(&v.VolumeSource); ref != nil {
-				*ref = t.names.secret(*ref)
+				*ref = t.Names.secret(*ref)
 			}
 		}
 	}
 }
 
-func (t translation) projectedSources(projected *corev1.ProjectedVolumeSource) []corev1.VolumeProjection {
+func (t Translation) projectedSources(projected *corev1.ProjectedVolumeSource) []corev1.VolumeProjection {
 	withToken := podidentity.ProjectsToken(projected)
 	out := make([]corev1.VolumeProjection, 0, len(projected.Sources))
 	for _, source := range projected.Sources {
 		switch {
 		case source.ServiceAccountToken != nil:
 			out = append(out, t.secretProjection(nil, corev1.KeyToPath{
-				Key: t.plan.TokenKey(source.ServiceAccountToken), Path: source.ServiceAccountToken.Path,
+				Key: t.Plan.TokenKey(source.ServiceAccountToken), Path: source.ServiceAccountToken.Path,
 			}))
 		case withToken && podidentity.IsRootCA(source.ConfigMap):
 			out = append(out, t.rootCAProjection(source.ConfigMap))
 		case source.ConfigMap != nil:
-			source.ConfigMap.Name = t.names.configMap(source.ConfigMap.Name)
+			source.ConfigMap.Name = t.Names.configMap(source.ConfigMap.Name)
 			out = append(out, source)
 		case source.Secret != nil:
-			source.Secret.Name = t.names.secret(source.Secret.Name)
+			source.Secret.Name = t.Names.secret(source.Secret.Name)
 			out = append(out, source)
 		case source.DownwardAPI != nil:
 			out = append(out, t.downwardAPISources(source.DownwardAPI.Items)...)
@@ -175,7 +178,7 @@ func (t translation) projectedSources(projected *corev1.ProjectedVolumeSource) [
 
 // rootCAProjection serves the virtual cluster's CA, projected from
 // kube-root-ca.crt, from the token Secret.
-func (t translation) rootCAProjection(source *corev1.ConfigMapProjection) corev1.VolumeProjection {
+func (t Translation) rootCAProjection(source *corev1.ConfigMapProjection) corev1.VolumeProjection {
 	var items []corev1.KeyToPath
 	for _, item := range source.Items {
 		if item.Key == podidentity.KeyCACert {
@@ -190,7 +193,7 @@ func (t translation) rootCAProjection(source *corev1.ConfigMapProjection) corev1
 
 // downwardAPISources keeps the downward-API items the physical kubelet can
 // answer truthfully and serves the identity ones from the token Secret.
-func (t translation) downwardAPISources(items []corev1.DownwardAPIVolumeFile) []corev1.VolumeProjection {
+func (t Translation) downwardAPISources(items []corev1.DownwardAPIVolumeFile) []corev1.VolumeProjection {
 	var kept []corev1.DownwardAPIVolumeFile
 	var fromSecret []corev1.KeyToPath
 	for _, item := range items {
@@ -211,7 +214,7 @@ func (t translation) downwardAPISources(items []corev1.DownwardAPIVolumeFile) []
 	return out
 }
 
-func (t translation) secretProjection(optional *bool, items ...corev1.KeyToPath) corev1.VolumeProjection {
+func (t Translation) secretProjection(optional *bool, items ...corev1.KeyToPath) corev1.VolumeProjection {
 	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 		LocalObjectReference: corev1.LocalObjectReference{Name: t.tokenSecret()},
 		Items:                items,
@@ -240,15 +243,18 @@ func rewriteLabelItems(items []corev1.DownwardAPIVolumeFile) {
 	}
 }
 
-func (t translation) rewriteContainer(c *corev1.Container, virtual *corev1.Pod) {
+// RewriteContainer points c's references at the physical copies and
+// serves the identity it reads from the token Secret, as PhysicalPod does
+// for every container; ephemeral containers added later go through it too.
+func (t Translation) RewriteContainer(c *corev1.Container, virtual *corev1.Pod) {
 	for i := range c.Env {
 		from := c.Env[i].ValueFrom
 		switch {
 		case from == nil:
 		case from.ConfigMapKeyRef != nil:
-			from.ConfigMapKeyRef.Name = t.names.configMap(from.ConfigMapKeyRef.Name)
+			from.ConfigMapKeyRef.Name = t.Names.configMap(from.ConfigMapKeyRef.Name)
 		case from.SecretKeyRef != nil:
-			from.SecretKeyRef.Name = t.names.secret(from.SecretKeyRef.Name)
+			from.SecretKeyRef.Name = t.Names.secret(from.SecretKeyRef.Name)
 		case from.FieldRef != nil && podidentity.IsIdentityField(from.FieldRef.FieldPath):
 			c.Env[i].Value = podidentity.Value(virtual, from.FieldRef.FieldPath)
 			c.Env[i].ValueFrom = nil
@@ -268,19 +274,19 @@ func (t translation) rewriteContainer(c *corev1.Container, virtual *corev1.Pod) 
 	for i := range c.EnvFrom {
 		from := &c.EnvFrom[i]
 		if from.ConfigMapRef != nil {
-			from.ConfigMapRef.Name = t.names.configMap(from.ConfigMapRef.Name)
+			from.ConfigMapRef.Name = t.Names.configMap(from.ConfigMapRef.Name)
 		}
 		if from.SecretRef != nil {
-			from.SecretRef.Name = t.names.secret(from.SecretRef.Name)
+			from.SecretRef.Name = t.Names.secret(from.SecretRef.Name)
 		}
 	}
-	if t.apiServer != nil {
+	if t.APIServer != nil {
 		// A variable the container sets itself wins, as it would over the
 		// kubelet's.
 		for _, env := range []corev1.EnvVar{
-			{Name: "KUBERNETES_SERVICE_HOST", Value: t.apiServer.host},
-			{Name: "KUBERNETES_SERVICE_PORT", Value: t.apiServer.port},
-			{Name: "KUBERNETES_SERVICE_PORT_HTTPS", Value: t.apiServer.port},
+			{Name: "KUBERNETES_SERVICE_HOST", Value: t.APIServer.host},
+			{Name: "KUBERNETES_SERVICE_PORT", Value: t.APIServer.port},
+			{Name: "KUBERNETES_SERVICE_PORT_HTTPS", Value: t.APIServer.port},
 		} {
 			if !hasEnv(c.Env, env.Name) {
 				c.Env = append(c.Env, env)

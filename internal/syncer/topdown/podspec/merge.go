@@ -1,4 +1,4 @@
-package pod
+package podspec
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 
 // AnnotationLastApplied (kubeoceanv1alpha1) on a physical pod holds what
 // the controller last wrote of the fields it keeps in step with the
-// virtual pod (appliedState, JSON). Changes are computed as last applied →
+// virtual pod (AppliedState, JSON). Changes are computed as last applied →
 // desired and applied to the live pod, as kubectl apply does, so labels,
 // annotations or images that webhooks or people set on the physical side
 // stay until the virtual pod itself changes that key. It leaves out the
@@ -26,9 +26,9 @@ import (
 // text and the syncer's cache holds it once.
 const AnnotationLastApplied = kubeoceanv1alpha1.AnnotationLastApplied
 
-// appliedState is the part of a physical pod that follows the virtual pod
+// AppliedState is the part of a physical pod that follows the virtual pod
 // after creation: what Kubernetes lets change on a running pod.
-type appliedState struct {
+type AppliedState struct {
 	Labels                map[string]string `json:"labels,omitempty"`
 	Annotations           map[string]string `json:"annotations,omitempty"`
 	ActiveDeadlineSeconds *int64            `json:"activeDeadlineSeconds,omitempty"`
@@ -36,13 +36,13 @@ type appliedState struct {
 	Images map[string]string `json:"images,omitempty"`
 }
 
-func (s appliedState) equal(o appliedState) bool {
+func (s AppliedState) equal(o AppliedState) bool {
 	return maps.Equal(s.Labels, o.Labels) && maps.Equal(s.Annotations, o.Annotations) &&
 		ptr.Equal(s.ActiveDeadlineSeconds, o.ActiveDeadlineSeconds) && maps.Equal(s.Images, o.Images)
 }
 
 // encode is s as AnnotationLastApplied records it.
-func (s appliedState) encode() string {
+func (s AppliedState) encode() string {
 	data, err := json.Marshal(s.recorded())
 	if err != nil {
 		panic(err) // maps of strings and an integer always encode
@@ -52,7 +52,7 @@ func (s appliedState) encode() string {
 
 // recorded is s without the enforced annotations: what
 // AnnotationLastApplied records of it.
-func (s appliedState) recorded() appliedState {
+func (s AppliedState) recorded() AppliedState {
 	annotations := make(map[string]string, len(s.Annotations))
 	for k, v := range s.Annotations {
 		if !enforcedAnnotation(k) {
@@ -67,11 +67,11 @@ func (s appliedState) recorded() appliedState {
 // older version, with the enforced annotations, reads as if without); a
 // missing or broken one reads as nothing applied, so every desired key is
 // written once.
-func lastApplied(pod *corev1.Pod) appliedState {
-	var s appliedState
+func lastApplied(pod *corev1.Pod) AppliedState {
+	var s AppliedState
 	if data, ok := pod.Annotations[AnnotationLastApplied]; ok {
 		if err := json.Unmarshal([]byte(data), &s); err != nil {
-			return appliedState{}
+			return AppliedState{}
 		}
 	}
 	return s.recorded()
@@ -83,7 +83,7 @@ func lastApplied(pod *corev1.Pod) appliedState {
 // of owner (managed-by, cluster ID, binding UID) and the virtual namespace;
 // its annotations kept as JSON (the allowed ones also as they are) with the
 // mapping back to it; its deadline and images.
-func desiredState(virtual *corev1.Pod, owner ownership.Owner, allowed allowances.Set) appliedState {
+func DesiredState(virtual *corev1.Pod, owner ownership.Owner, allowed allowances.Set) AppliedState {
 	translator := tenantmeta.Translator{LabelAllowed: allowed.LabelKey, AnnotationAllowed: allowed.AnnotationKey}
 	labels := translator.Labels(virtual.Labels)
 	owner.Stamp(labels)
@@ -93,21 +93,16 @@ func desiredState(virtual *corev1.Pod, owner ownership.Owner, allowed allowances
 	annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace] = virtual.Namespace
 	annotations[kubeoceanv1alpha1.AnnotationVirtualPodName] = virtual.Name
 	annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = string(virtual.UID)
-	return appliedState{
+	return AppliedState{
 		Labels:                labels,
 		Annotations:           annotations,
 		ActiveDeadlineSeconds: virtual.Spec.ActiveDeadlineSeconds,
-		Images:                imagesOf(&virtual.Spec),
+		Images:                ImagesOf(&virtual.Spec),
 	}
 }
 
-// desiredState is desiredState for the binding, with what its policies
-// allow now.
-func (c *Controller) desiredState(virtual *corev1.Pod) appliedState {
-	return desiredState(virtual, c.owner, c.allowances.Current())
-}
-
-func imagesOf(spec *corev1.PodSpec) map[string]string {
+// ImagesOf are the images of the containers of spec, by kind and name.
+func ImagesOf(spec *corev1.PodSpec) map[string]string {
 	images := make(map[string]string, len(spec.InitContainers)+len(spec.Containers))
 	for _, c := range spec.InitContainers {
 		images["initContainers/"+c.Name] = c.Image
@@ -146,7 +141,7 @@ func enforcedAnnotation(key string) bool {
 // recreated under the same name. A pod of a version that copied the
 // tenant's labels and annotations as they were records them as applied:
 // its first patch removes them and writes their translated form, in place.
-func updatePatch(physical *corev1.Pod, desired appliedState) []byte {
+func UpdatePatch(physical *corev1.Pod, desired AppliedState) []byte {
 	last := lastApplied(physical)
 	labels := mergeKeys(physical.Labels, last.Labels, desired.Labels, enforcedLabel)
 	annotations := mergeKeys(physical.Annotations, last.Annotations, desired.Annotations, enforcedAnnotation)

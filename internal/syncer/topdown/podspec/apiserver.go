@@ -1,0 +1,37 @@
+package podspec
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// APIServer is where physical pods reach the virtual API server.
+type APIServer struct {
+	host, port string
+	// ip is set when host is an IP, which host aliases need.
+	ip string
+}
+
+// ParseAPIServer reads "host:port"; nil for "".
+func ParseAPIServer(address string) (*APIServer, error) {
+	if address == "" {
+		return nil, nil
+	}
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return nil, fmt.Errorf("port %q is not a number between 1 and 65535", port)
+	}
+	if host == "" {
+		return nil, errors.New("host is empty")
+	}
+	a := &APIServer{host: host, port: port}
+	if ip := net.ParseIP(host); ip != nil {
+		a.ip = ip.String()
+	}
+	return a, nil
+}
