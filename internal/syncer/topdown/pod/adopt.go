@@ -79,7 +79,7 @@ func (c *Controller) adopt(ctx context.Context, virtual, physical *corev1.Pod) e
 	case err != nil:
 		return fmt.Errorf("adopting physical pod %s/%s: %w", physical.Namespace, physical.Name, err)
 	}
-	c.noteBlocked(ctx, controller.ObjectKey(virtual), "")
+	c.blocked.Note(ctx, controller.ObjectKey(virtual), "")
 	klog.FromContext(ctx).V(2).Info("Adopted physical pod", "physicalPod", klog.KObj(physical),
 		"previousBindingUID", physical.Labels[kubeoceanv1alpha1.LabelBindingUID])
 	return nil

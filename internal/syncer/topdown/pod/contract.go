@@ -2,6 +2,7 @@ package pod
 
 import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/nametaken"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 )
@@ -52,3 +53,7 @@ type (
 	Network     = podspec.Network
 	ServiceLink = podspec.ServiceLink
 )
+
+// BindingStatusWriter reads and updates the binding's status
+// (Options.BindingStatus).
+type BindingStatusWriter = nametaken.BindingStatusWriter

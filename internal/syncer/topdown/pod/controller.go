@@ -21,6 +21,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/nametaken"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
@@ -166,12 +167,11 @@ type Options struct {
 type Controller struct {
 	*controller.Controller[cache.ObjectName]
 
-	clusterID      string
-	owner          ownership.Owner
-	predecessors   *ownership.Predecessors
-	bindingName    string
-	bindingStatus  BindingStatusWriter
-	blocked        *blockedPods
+	clusterID    string
+	owner        ownership.Owner
+	predecessors *ownership.Predecessors
+	// blocked writes the binding's PhysicalNamesTaken condition.
+	blocked        *nametaken.Condition
 	mountNamespace string
 	apiServer      *podspec.APIServer
 	network        Network
@@ -214,9 +214,7 @@ func New(opts Options) (*Controller, error) {
 		clusterID:       opts.ClusterID,
 		owner:           ownership.Owner{ClusterID: opts.ClusterID, BindingUID: opts.BindingUID},
 		predecessors:    opts.Predecessors,
-		bindingName:     opts.BindingName,
-		bindingStatus:   opts.BindingStatus,
-		blocked:         newBlockedPods(),
+		blocked:         nametaken.New(opts.BindingName, opts.BindingStatus),
 		mountNamespace:  opts.MountNamespace,
 		apiServer:       apiServer,
 		network:         opts.Network,

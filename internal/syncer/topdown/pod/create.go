@@ -63,7 +63,7 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 		return controller.Result{}, fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, asWebhookFailure(err))
 	}
 	c.created.ExpectCreation(controller.ObjectKey(virtual), virtual.UID)
-	c.noteBlocked(ctx, controller.ObjectKey(virtual), "")
+	c.blocked.Note(ctx, controller.ObjectKey(virtual), "")
 	klog.FromContext(ctx).V(2).Info("Created physical pod", "physicalPod", klog.KObj(created), "physicalNode", physicalNode)
 	return controller.Result{}, nil
 }
@@ -200,7 +200,7 @@ func (c *Controller) checkNameTaken(ctx context.Context, virtual *corev1.Pod, m 
 		return controller.Result{}, c.adopt(ctx, virtual, live)
 	}
 	err = fmt.Errorf("physical pod %s/%s exists and was not made by Kubeocean for this binding%s", c.mountNamespace, m.name, why)
-	c.noteBlocked(ctx, controller.ObjectKey(virtual), fmt.Sprintf("physical pod %s/%s%s", c.mountNamespace, m.name, blockerOrForeign(why)))
+	c.blocked.Note(ctx, controller.ObjectKey(virtual), fmt.Sprintf("physical pod %s/%s%s", c.mountNamespace, m.name, blockerOrForeign(why)))
 	c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPhysicalPodNameTaken, err.Error())
 	klog.FromContext(ctx).Error(err, "Pod cannot be created until the foreign physical pod is removed", "recheckAfter", conflictRecheck)
 	return controller.RequeueAfter(conflictRecheck), nil

@@ -196,7 +196,7 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 // its deletion event brings us back.
 func (c *Controller) cleanUpAfter(ctx context.Context, key cache.ObjectName) error {
 	c.created.DeleteExpectations(key)
-	c.noteBlocked(ctx, key, "")
+	c.blocked.Note(ctx, key, "")
 	return c.cleanUpFinished(ctx, mapping{namespace: c.mountNamespace, name: naming.PhysicalName(key.Namespace, key.Name)}, key, "")
 }
 

@@ -1,4 +1,9 @@
-package pod
+// Package nametaken writes a binding's PhysicalNamesTaken condition: the
+// virtual pods whose physical name another object holds
+// (ReasonPhysicalPodNameTaken), with what holds it, so that after a binding
+// is recreated the operator sees which objects block it in one place,
+// without reading every pod's events.
+package nametaken
 
 import (
 	"context"
@@ -22,12 +27,15 @@ import (
 // pods' own events name the rest.
 const maxBlockedListed = 5
 
-// blockedPods are the virtual pods whose physical name another object
-// holds (ReasonPhysicalPodNameTaken), with what holds it, so that the
-// binding says so in one place (ClusterBindingConditionPhysicalNamesTaken):
-// after a binding is recreated, the operator sees which objects block it
-// without reading every pod's events.
-type blockedPods struct {
+// Condition is what the binding's ClusterBindingConditionPhysicalNamesTaken
+// says: the blocked pods, with what blocks each. It is safe for concurrent
+// use.
+type Condition struct {
+	// bindingName names the binding whose status bindings writes; nil
+	// bindings writes nothing.
+	bindingName string
+	bindings    BindingStatusWriter
+
 	mu   sync.Mutex
 	pods map[cache.ObjectName]string
 	// synced: the condition was written, or found as it should be, since
@@ -36,13 +44,15 @@ type blockedPods struct {
 	synced bool
 }
 
-func newBlockedPods() *blockedPods {
-	return &blockedPods{pods: map[cache.ObjectName]string{}}
+// New returns the condition of the binding bindingName, written through
+// bindings; nil bindings writes nothing.
+func New(bindingName string, bindings BindingStatusWriter) *Condition {
+	return &Condition{bindingName: bindingName, bindings: bindings, pods: map[cache.ObjectName]string{}}
 }
 
 // set records what blocks key ("" once nothing does) and tells whether the
 // binding's condition must be written again.
-func (b *blockedPods) set(key cache.ObjectName, blocker string) bool {
+func (b *Condition) set(key cache.ObjectName, blocker string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	previous, was := b.pods[key]
@@ -60,7 +70,7 @@ func (b *blockedPods) set(key cache.ObjectName, blocker string) bool {
 }
 
 // condition is the binding's condition for the pods blocked now.
-func (b *blockedPods) condition() (metav1.ConditionStatus, string, string) {
+func (b *Condition) condition() (metav1.ConditionStatus, string, string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.pods) == 0 {
@@ -73,44 +83,44 @@ func (b *blockedPods) condition() (metav1.ConditionStatus, string, string) {
 	}
 	message := fmt.Sprintf("%d pods cannot be created: their physical names are taken. %s", len(keys), strings.Join(lines, "; "))
 	if len(keys) > maxBlockedListed {
-		message += fmt.Sprintf("; and %d more (event %s on each pod)", len(keys)-maxBlockedListed, ReasonPhysicalPodNameTaken)
+		message += fmt.Sprintf("; and %d more (event %s on each pod)", len(keys)-maxBlockedListed, kubeoceanv1alpha1.ReasonPhysicalPodNameTaken)
 	}
 	return metav1.ConditionTrue, kubeoceanv1alpha1.ReasonPhysicalNameTakenByOther, message
 }
 
-// noteBlocked records what blocks the pod key ("" when nothing does) and
+// Note records what blocks the pod key ("" when nothing does) and
 // writes the binding's condition when that changes what it says. Without
 // a binding client nothing is written. A failed write is logged, not
 // returned: the pod's own condition and event say the same, and the next
 // change writes it again.
-func (c *Controller) noteBlocked(ctx context.Context, key cache.ObjectName, blocker string) {
-	if c.bindingStatus == nil || !c.blocked.set(key, blocker) {
+func (b *Condition) Note(ctx context.Context, key cache.ObjectName, blocker string) {
+	if b.bindings == nil || !b.set(key, blocker) {
 		return
 	}
-	err := c.writeBlockedCondition(ctx)
+	err := b.write(ctx)
 	if apierrors.IsConflict(err) {
 		// The node controller writes its condition on the same status.
-		err = c.writeBlockedCondition(ctx)
+		err = b.write(ctx)
 	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Writing the binding's condition", "condition", kubeoceanv1alpha1.ClusterBindingConditionPhysicalNamesTaken)
 	}
 }
 
-func (c *Controller) writeBlockedCondition(ctx context.Context) error {
-	bindings := c.bindingStatus.ClusterBindings()
-	binding, err := bindings.Get(ctx, c.bindingName, metav1.GetOptions{})
+func (b *Condition) write(ctx context.Context) error {
+	bindings := b.bindings.ClusterBindings()
+	binding, err := bindings.Get(ctx, b.bindingName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	status, reason, message := c.blocked.condition()
+	status, reason, message := b.condition()
 	current := meta.FindStatusCondition(binding.Status.Conditions, kubeoceanv1alpha1.ClusterBindingConditionPhysicalNamesTaken)
 	if current == nil && status == metav1.ConditionFalse ||
 		current != nil && current.Status == status && current.Reason == reason && current.Message == message {
-		c.markBlockedSynced()
+		b.markSynced()
 		return nil
 	}
 	updated := binding.DeepCopy()
@@ -121,14 +131,14 @@ func (c *Controller) writeBlockedCondition(ctx context.Context) error {
 	if _, err := bindings.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	c.markBlockedSynced()
+	b.markSynced()
 	return nil
 }
 
-func (c *Controller) markBlockedSynced() {
-	c.blocked.mu.Lock()
-	c.blocked.synced = true
-	c.blocked.mu.Unlock()
+func (b *Condition) markSynced() {
+	b.mu.Lock()
+	b.synced = true
+	b.mu.Unlock()
 }
 
 // BindingStatusWriter reads and updates the binding's status.
