@@ -5,22 +5,25 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // ConfigErrorReason is a machine-readable cause of a ConfigError. The values
 // are CamelCase so callers can use them directly as a condition reason.
 type ConfigErrorReason string
 
+// The reasons, whose values (and meanings) are declared with the other
+// contract names in package v1alpha1.
 const (
-	// ReasonSecretNotFound means the referenced kubeconfig Secret does not exist.
-	ReasonSecretNotFound ConfigErrorReason = "KubeconfigSecretNotFound"
-	// ReasonKubeconfigMissing means the Secret exists but has no (or an empty) kubeconfig key.
-	ReasonKubeconfigMissing ConfigErrorReason = "KubeconfigKeyMissing"
-	// ReasonKubeconfigInvalid means the kubeconfig cannot be parsed or turned into a usable client config.
-	ReasonKubeconfigInvalid ConfigErrorReason = "KubeconfigInvalid"
-	// ReasonKubeconfigNotAllowed means the kubeconfig relies on something a Secret must not
-	// carry, such as exec plugins or paths on the local filesystem.
-	ReasonKubeconfigNotAllowed ConfigErrorReason = "KubeconfigNotAllowed"
+	// ReasonSecretNotFound: kubeoceanv1alpha1.ReasonKubeconfigSecretNotFound.
+	ReasonSecretNotFound ConfigErrorReason = kubeoceanv1alpha1.ReasonKubeconfigSecretNotFound
+	// ReasonKubeconfigMissing: kubeoceanv1alpha1.ReasonKubeconfigKeyMissing.
+	ReasonKubeconfigMissing ConfigErrorReason = kubeoceanv1alpha1.ReasonKubeconfigKeyMissing
+	// ReasonKubeconfigInvalid: kubeoceanv1alpha1.ReasonKubeconfigInvalid.
+	ReasonKubeconfigInvalid ConfigErrorReason = kubeoceanv1alpha1.ReasonKubeconfigInvalid
+	// ReasonKubeconfigNotAllowed: kubeoceanv1alpha1.ReasonKubeconfigNotAllowed.
+	ReasonKubeconfigNotAllowed ConfigErrorReason = kubeoceanv1alpha1.ReasonKubeconfigNotAllowed
 )
 
 // ConfigError reports a problem with the user's input (the Secret or the

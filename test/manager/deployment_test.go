@@ -22,7 +22,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/app"
 	"github.com/kubeocean/kubeocean/internal/manager"
-	"github.com/kubeocean/kubeocean/internal/manager/syncers"
 	"github.com/kubeocean/kubeocean/internal/manager/syncertemplate"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -68,7 +67,7 @@ func TestDeploymentMode(t *testing.T) {
 		if container.Image != "kubeocean-syncer:test-1" || !slices.Contains(container.Args, "--cluster-binding="+name) {
 			t.Errorf("container = %s %v", container.Image, container.Args)
 		}
-		if first.Labels[syncers.LabelManagedBy] != syncers.ManagedByManager || first.Labels[kubeoceanv1alpha1.LabelClusterBinding] != name {
+		if first.Labels[kubeoceanv1alpha1.LabelAppManagedBy] != kubeoceanv1alpha1.AppManagedByManager || first.Labels[kubeoceanv1alpha1.LabelClusterBinding] != name {
 			t.Errorf("labels = %v", first.Labels)
 		}
 		b := w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingPending, kubeoceanv1alpha1.ReasonSyncerUnavailable, 30*time.Second)

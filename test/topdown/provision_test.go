@@ -213,7 +213,7 @@ func volumesOf(ctx context.Context, w *testenv.SyncerWorld, ns, pod, claim strin
 	if err != nil {
 		return v, err
 	}
-	holder, err := w.Physical.CoreV1().PersistentVolumeClaims(w.Mount).Get(ctx, pv.Annotations[provision.AnnotationHolder], metav1.GetOptions{})
+	holder, err := w.Physical.CoreV1().PersistentVolumeClaims(w.Mount).Get(ctx, pv.Annotations[kubeoceanv1alpha1.AnnotationHolderClaim], metav1.GetOptions{})
 	if err != nil {
 		return v, fmt.Errorf("holder: %w", err)
 	}

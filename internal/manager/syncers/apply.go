@@ -40,7 +40,7 @@ func decorate(obj syncertemplate.Object, binding *kubeoceanv1alpha1.ClusterBindi
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[LabelManagedBy] = ManagedByManager
+	labels[kubeoceanv1alpha1.LabelAppManagedBy] = kubeoceanv1alpha1.AppManagedByManager
 	labels[kubeoceanv1alpha1.LabelClusterBinding] = binding.Name
 	obj.SetLabels(labels)
 	// A cluster-scoped owner is valid for namespaced dependents. It is not
@@ -126,7 +126,7 @@ func applyObject[T syncertemplate.Object](ctx context.Context, binding *kubeocea
 }
 
 func controlledBy(obj metav1.Object, binding *kubeoceanv1alpha1.ClusterBinding) bool {
-	if obj.GetLabels()[LabelManagedBy] != ManagedByManager || obj.GetLabels()[kubeoceanv1alpha1.LabelClusterBinding] != binding.Name {
+	if obj.GetLabels()[kubeoceanv1alpha1.LabelAppManagedBy] != kubeoceanv1alpha1.AppManagedByManager || obj.GetLabels()[kubeoceanv1alpha1.LabelClusterBinding] != binding.Name {
 		return false
 	}
 	owner := metav1.GetControllerOfNoCopy(obj)

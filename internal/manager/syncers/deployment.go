@@ -28,14 +28,10 @@ import (
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
-// Labels and annotations the manager puts on the syncer objects it renders.
-const (
-	// LabelManagedBy with value ManagedByManager marks the objects the
-	// manager keeps; the wiring scopes its informers to ManagedSelector.
-	LabelManagedBy   = "app.kubernetes.io/managed-by"
-	ManagedByManager = "kubeocean-manager"
-	ManagedSelector  = LabelManagedBy + "=" + ManagedByManager
-)
+// ManagedSelector selects the syncer objects the manager keeps (label
+// kubeoceanv1alpha1.LabelAppManagedBy); the wiring scopes its informers to
+// it.
+const ManagedSelector = kubeoceanv1alpha1.LabelAppManagedBy + "=" + kubeoceanv1alpha1.AppManagedByManager
 
 // conflictRetry is when a name taken by another owner is looked at again.
 const conflictRetry = 30 * time.Second

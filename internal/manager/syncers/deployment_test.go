@@ -165,7 +165,7 @@ func TestDeploymentsEnsureCreatesOnceAndDecorates(t *testing.T) {
 	if d.Namespace != "kubeocean-system" || d.Name != "kubeocean-syncer-worker-1" {
 		t.Errorf("deployment %s/%s", d.Namespace, d.Name)
 	}
-	if d.Labels[LabelManagedBy] != ManagedByManager || d.Labels[kubeoceanv1alpha1.LabelClusterBinding] != "worker-1" || d.Annotations[kubeoceanv1alpha1.AnnotationSyncerRenderHash] == "" {
+	if d.Labels[kubeoceanv1alpha1.LabelAppManagedBy] != kubeoceanv1alpha1.AppManagedByManager || d.Labels[kubeoceanv1alpha1.LabelClusterBinding] != "worker-1" || d.Annotations[kubeoceanv1alpha1.AnnotationSyncerRenderHash] == "" {
 		t.Errorf("deployment not decorated: labels %v annotations %v", d.Labels, d.Annotations)
 	}
 	owner := metav1.GetControllerOf(d)
@@ -280,7 +280,7 @@ func TestDeploymentsRemove(t *testing.T) {
 	b := testBinding()
 	f.ensure(b)
 	stale := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubeocean-system", Name: "old-name", UID: "uid-old",
-		Labels: map[string]string{LabelManagedBy: ManagedByManager, kubeoceanv1alpha1.LabelClusterBinding: "worker-1"}}}
+		Labels: map[string]string{kubeoceanv1alpha1.LabelAppManagedBy: kubeoceanv1alpha1.AppManagedByManager, kubeoceanv1alpha1.LabelClusterBinding: "worker-1"}}}
 	f.cache(stale)
 	f.client.ClearActions()
 
@@ -320,7 +320,7 @@ func TestDeploymentsPruneRenamed(t *testing.T) {
 	b := testBinding()
 	f.ensure(b)
 	renamed := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubeocean-system", Name: "renamed", UID: "uid-renamed",
-		Labels:          map[string]string{LabelManagedBy: ManagedByManager, kubeoceanv1alpha1.LabelClusterBinding: "worker-1"},
+		Labels:          map[string]string{kubeoceanv1alpha1.LabelAppManagedBy: kubeoceanv1alpha1.AppManagedByManager, kubeoceanv1alpha1.LabelClusterBinding: "worker-1"},
 		OwnerReferences: []metav1.OwnerReference{{Kind: "ClusterBinding", Name: "worker-1", UID: b.UID, Controller: ptr.To(true)}}}}
 	f.cache(renamed)
 

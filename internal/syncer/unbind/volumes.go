@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/provision"
 )
 
 // maxListedInEvent bounds the volumes an event names; the log line names
@@ -56,7 +55,7 @@ func (c *Controller) keepClaimData(ctx context.Context, obj metav1.Object, delet
 	if !ok || claim.DeletionTimestamp != nil || claim.Spec.VolumeName == "" {
 		return nil, nil
 	}
-	holder := claim.Labels[provision.LabelHolder] == "true"
+	holder := claim.Labels[kubeoceanv1alpha1.LabelVolumeHolder] == "true"
 	if holder && deleteVolumes {
 		return nil, nil
 	}
@@ -74,8 +73,8 @@ func (c *Controller) keepClaimData(ctx context.Context, obj metav1.Object, delet
 	var kept *retainedVolume
 	if !c.owner.Owns(pv) {
 		kept = &retainedVolume{name: pv.Name}
-		if holder && claim.Annotations[provision.AnnotationClaimName] != "" {
-			kept.claim = claim.Annotations[provision.AnnotationClaimNamespace] + "/" + claim.Annotations[provision.AnnotationClaimName]
+		if holder && claim.Annotations[kubeoceanv1alpha1.AnnotationVirtualClaimName] != "" {
+			kept.claim = claim.Annotations[kubeoceanv1alpha1.AnnotationVirtualClaimNamespace] + "/" + claim.Annotations[kubeoceanv1alpha1.AnnotationVirtualClaimName]
 		}
 	}
 	retained := retainedForm(pv, claim, holder)
@@ -105,8 +104,8 @@ func claimedBy(pv *corev1.PersistentVolume, claim *corev1.PersistentVolumeClaim)
 func retainedForm(pv *corev1.PersistentVolume, claim *corev1.PersistentVolumeClaim, holder bool) *corev1.PersistentVolume {
 	annotations := map[string]string{}
 	if holder {
-		annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace] = claim.Annotations[provision.AnnotationClaimNamespace]
-		annotations[kubeoceanv1alpha1.AnnotationVirtualName] = claim.Annotations[provision.AnnotationClaimName]
+		annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace] = claim.Annotations[kubeoceanv1alpha1.AnnotationVirtualClaimNamespace]
+		annotations[kubeoceanv1alpha1.AnnotationVirtualName] = claim.Annotations[kubeoceanv1alpha1.AnnotationVirtualClaimName]
 	}
 	changed := pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain
 	for k, v := range annotations {

@@ -24,10 +24,10 @@ func holderAndVolume(policy corev1.PersistentVolumeReclaimPolicy) (*corev1.Persi
 	claimUID := types.UID("virtual-claim-uid")
 	holder := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
 		Namespace: mount, Name: provision.HolderName(claimUID), UID: "holder-uid",
-		Labels: owner.Stamp(map[string]string{provision.LabelHolder: "true"}),
+		Labels: owner.Stamp(map[string]string{kubeoceanv1alpha1.LabelVolumeHolder: "true"}),
 		Annotations: map[string]string{
-			provision.AnnotationClaimNamespace: "team", provision.AnnotationClaimName: "data-db-0",
-			provision.AnnotationClaimUID: string(claimUID),
+			kubeoceanv1alpha1.AnnotationVirtualClaimNamespace: "team", kubeoceanv1alpha1.AnnotationVirtualClaimName: "data-db-0",
+			kubeoceanv1alpha1.AnnotationVirtualClaimUID: string(claimUID),
 		},
 	}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pvc-physical"}}
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pvc-physical", ResourceVersion: "7"},

@@ -20,7 +20,7 @@ import (
 // on the copy stay. A copy without the annotation (made by an older
 // version, or replaced by someone) gets every desired key and keeps the
 // rest.
-const AnnotationLastApplied = "kubeocean.io/last-applied"
+const AnnotationLastApplied = kubeoceanv1alpha1.AnnotationLastApplied
 
 type appliedLabels struct {
 	Labels map[string]string `json:"labels,omitempty"`

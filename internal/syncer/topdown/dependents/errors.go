@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -16,33 +17,19 @@ const (
 	KindPV        = "PersistentVolume"
 )
 
-// Reasons of a NotReadyError; they read as a pod's pending reason.
+// Reasons of a NotReadyError, declared with the other contract names
+// (the meaning of each is there).
 const (
-	// ReasonNotFound: the virtual object does not exist (yet). A pod whose
-	// reference is optional may go ahead without it.
-	ReasonNotFound = "NotFound"
-	// ReasonDeleting: the virtual object is being deleted.
-	ReasonDeleting = "Deleting"
-	// ReasonPVCNotBound: the virtual PVC is not Bound yet.
-	ReasonPVCNotBound = "PVCNotBound"
-	// ReasonPVCNoVolumeName: the virtual PVC is Bound but names no volume.
-	ReasonPVCNoVolumeName = "PVCNoVolumeName"
-	// ReasonPVNotBoundToClaim: the virtual PV's claimRef does not name the
-	// claim that names it.
-	ReasonPVNotBoundToClaim = "PVNotBoundToClaim"
-	// ReasonServiceAccountToken: the Secret is a service-account token of
-	// the virtual cluster. It is never copied: it would hand virtual-cluster
-	// credentials to the physical cluster, whose token controller would
-	// delete it anyway.
-	ReasonServiceAccountToken = "ServiceAccountToken"
-	// ReasonPhysicalNamespaceMissing: a CSI secret's namespace does not
-	// exist in the physical cluster; Kubeocean does not create namespaces
-	// there.
-	ReasonPhysicalNamespaceMissing = "PhysicalNamespaceMissing"
-	// ReasonPhysicalCopyTerminating: the physical copy is being deleted
-	// (e.g. a PVC held by pvc-protection) and cannot be updated or recreated
-	// until it is gone.
-	ReasonPhysicalCopyTerminating = "PhysicalCopyTerminating"
+	ReasonNotFound                 = kubeoceanv1alpha1.ReasonDependencyNotFound
+	ReasonDeleting                 = kubeoceanv1alpha1.ReasonDependencyDeleting
+	ReasonPVCNotBound              = kubeoceanv1alpha1.ReasonDependencyPVCNotBound
+	ReasonPVCNoVolumeName          = kubeoceanv1alpha1.ReasonDependencyPVCNoVolumeName
+	ReasonPVNotBoundToClaim        = kubeoceanv1alpha1.ReasonDependencyPVNotBoundToClaim
+	ReasonServiceAccountToken      = kubeoceanv1alpha1.ReasonDependencyServiceAccountToken
+	ReasonPhysicalNamespaceMissing = kubeoceanv1alpha1.ReasonDependencyPhysicalNamespaceMissing
+	ReasonPhysicalCopyTerminating  = kubeoceanv1alpha1.ReasonDependencyPhysicalCopyTerminating
+	ReasonHolderMissing            = kubeoceanv1alpha1.ReasonDependencyHolderClaimMissing
+	ReasonProvisionedElsewhere     = kubeoceanv1alpha1.ReasonDependencyVolumeOfAnotherCluster
 )
 
 // NotReadyError says a dependent object cannot be copied yet; the pod that

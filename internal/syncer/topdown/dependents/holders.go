@@ -14,17 +14,6 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/provision"
 )
 
-// Reasons of a NotReadyError for claims of provisioned volumes.
-const (
-	// ReasonHolderMissing: the claim's volume was provisioned by this
-	// binding, but the holder claim that keeps it in the physical cluster is
-	// gone or does not hold that volume.
-	ReasonHolderMissing = "HolderClaimMissing"
-	// ReasonProvisionedElsewhere: the claim's volume was provisioned in
-	// another binding's physical cluster, where it stays.
-	ReasonProvisionedElsewhere = "VolumeOfAnotherCluster"
-)
-
 // annotationProvisionedBy names the provisioner of a PV.
 const annotationProvisionedBy = "pv.kubernetes.io/provisioned-by"
 
@@ -48,7 +37,7 @@ func (s *Syncer) holderOf(ctx context.Context, claim *corev1.PersistentVolumeCla
 	if err != nil {
 		return "", false, fmt.Errorf("reading virtual PersistentVolume %s: %w", claim.Spec.VolumeName, err)
 	}
-	by, holder := pv.Annotations[annotationProvisionedBy], pv.Annotations[provision.AnnotationHolder]
+	by, holder := pv.Annotations[annotationProvisionedBy], pv.Annotations[kubeoceanv1alpha1.AnnotationHolderClaim]
 	if holder == "" || !strings.HasPrefix(by, kubeoceanv1alpha1.GroupName+"/") {
 		return "", false, nil
 	}
@@ -64,9 +53,9 @@ func (s *Syncer) holderOf(ctx context.Context, claim *corev1.PersistentVolumeCla
 		return "", true, &NotReadyError{Kind: KindPVC, Namespace: claim.Namespace, Name: claim.Name, Reason: ReasonHolderMissing}
 	case err != nil:
 		return "", true, fmt.Errorf("reading holder claim %s/%s: %w", s.mountNamespace, holder, err)
-	case held.Labels[provision.LabelHolder] != "true" ||
-		held.Annotations[provision.AnnotationClaimUID] != string(claim.UID) ||
-		held.Spec.VolumeName != pv.Annotations[provision.AnnotationPhysicalVolume]:
+	case held.Labels[kubeoceanv1alpha1.LabelVolumeHolder] != "true" ||
+		held.Annotations[kubeoceanv1alpha1.AnnotationVirtualClaimUID] != string(claim.UID) ||
+		held.Spec.VolumeName != pv.Annotations[kubeoceanv1alpha1.AnnotationPhysicalVolume]:
 		return "", true, &NotReadyError{Kind: KindPVC, Namespace: claim.Namespace, Name: claim.Name, Reason: ReasonHolderMissing}
 	}
 	switch ours, err := s.adoptHolder(ctx, held); {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
@@ -23,13 +24,13 @@ func provisioned() (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume, *co
 	claim, pv := dependentstest.BoundClaim("data", "pvc-uid-pvc-data", nil)
 	holder := provision.HolderName(claim.UID)
 	pv.Annotations = map[string]string{
-		"pv.kubernetes.io/provisioned-by": provision.ProvisionerName(dependentstest.ClusterID),
-		provision.AnnotationHolder:        holder, provision.AnnotationPhysicalVolume: "local-1",
+		"pv.kubernetes.io/provisioned-by":       provision.ProvisionerName(dependentstest.ClusterID),
+		kubeoceanv1alpha1.AnnotationHolderClaim: holder, kubeoceanv1alpha1.AnnotationPhysicalVolume: "local-1",
 	}
 	return claim, pv, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: mountNS, Name: holder,
-			Labels:      dependentstest.Owner.Stamp(map[string]string{provision.LabelHolder: "true"}),
-			Annotations: map[string]string{provision.AnnotationClaimUID: string(claim.UID)}},
+			Labels:      dependentstest.Owner.Stamp(map[string]string{kubeoceanv1alpha1.LabelVolumeHolder: "true"}),
+			Annotations: map[string]string{kubeoceanv1alpha1.AnnotationVirtualClaimUID: string(claim.UID)}},
 		Spec:   corev1.PersistentVolumeClaimSpec{VolumeName: "local-1"},
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
 	}
@@ -70,7 +71,7 @@ func TestEnsurePVCOfAProvisionedVolumeNotReady(t *testing.T) {
 		// the names of cluster-scoped PVs give away.
 		"holder of another claim": {
 			edit: func(_ *corev1.PersistentVolume, h *corev1.PersistentVolumeClaim) []runtime.Object {
-				h.Annotations[provision.AnnotationClaimUID] = "uid-pvc-victim"
+				h.Annotations[kubeoceanv1alpha1.AnnotationVirtualClaimUID] = "uid-pvc-victim"
 				return []runtime.Object{h}
 			},
 			kind: dependents.KindPVC, reason: dependents.ReasonHolderMissing,

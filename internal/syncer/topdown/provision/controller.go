@@ -54,24 +54,6 @@ const (
 	annotationProvisionedBy      = "pv.kubernetes.io/provisioned-by"
 )
 
-// Kubeocean's marks on what it provisions.
-const (
-	// ParameterPhysicalStorageClass, on a virtual StorageClass, names the
-	// physical class it stands for.
-	ParameterPhysicalStorageClass = kubeoceanv1alpha1.GroupName + "/physical-storage-class"
-	// LabelHolder marks a physical claim that holds a provisioned volume.
-	LabelHolder = kubeoceanv1alpha1.GroupName + "/volume-holder"
-	// AnnotationClaimNamespace, AnnotationClaimName and AnnotationClaimUID
-	// on a holder name the virtual claim it was made for.
-	AnnotationClaimNamespace = kubeoceanv1alpha1.GroupName + "/virtual-claim-namespace"
-	AnnotationClaimName      = kubeoceanv1alpha1.GroupName + "/virtual-claim-name"
-	AnnotationClaimUID       = kubeoceanv1alpha1.GroupName + "/virtual-claim-uid"
-	// AnnotationHolder, on a virtual PV, names its holder claim in the
-	// mount namespace; AnnotationPhysicalVolume the physical PV.
-	AnnotationHolder         = kubeoceanv1alpha1.GroupName + "/holder-claim"
-	AnnotationPhysicalVolume = kubeoceanv1alpha1.GroupName + "/physical-volume"
-)
-
 // ProvisionerName is the provisioner of the binding's virtual classes.
 func ProvisionerName(clusterID string) string { return kubeoceanv1alpha1.GroupName + "/" + clusterID }
 
@@ -179,7 +161,7 @@ func New(opts Options) (*Controller, error) {
 		{opts.PhysicalClasses.Informer(), controller.Handler[*storagev1.StorageClass, key]{Enqueue: c.Enqueue, Keys: classOf}},
 		{opts.VirtualClasses.Informer(), controller.Handler[*storagev1.StorageClass, key]{Enqueue: c.Enqueue,
 			Keys: func(class *storagev1.StorageClass) []key {
-				if p := class.Parameters[ParameterPhysicalStorageClass]; p != "" {
+				if p := class.Parameters[kubeoceanv1alpha1.ParameterPhysicalStorageClass]; p != "" {
 					return []key{{kind: kindClass, name: p}}
 				}
 				return nil
@@ -192,11 +174,13 @@ func New(opts Options) (*Controller, error) {
 		{opts.Holders.Informer(), controller.Handler[*corev1.PersistentVolumeClaim, key]{Enqueue: c.Enqueue,
 			Keys: func(holder *corev1.PersistentVolumeClaim) []key {
 				return []key{
-					{kind: kindClaim, namespace: holder.Annotations[AnnotationClaimNamespace], name: holder.Annotations[AnnotationClaimName]},
-					{kind: kindVolume, name: VolumeName(types.UID(holder.Annotations[AnnotationClaimUID]))},
+					{kind: kindClaim, namespace: holder.Annotations[kubeoceanv1alpha1.AnnotationVirtualClaimNamespace], name: holder.Annotations[kubeoceanv1alpha1.AnnotationVirtualClaimName]},
+					{kind: kindVolume, name: VolumeName(types.UID(holder.Annotations[kubeoceanv1alpha1.AnnotationVirtualClaimUID]))},
 				}
 			},
-			Filter: func(holder *corev1.PersistentVolumeClaim) bool { return holder.Labels[LabelHolder] == "true" }}},
+			Filter: func(holder *corev1.PersistentVolumeClaim) bool {
+				return holder.Labels[kubeoceanv1alpha1.LabelVolumeHolder] == "true"
+			}}},
 		{opts.VirtualVolumes.Informer(), controller.Handler[*corev1.PersistentVolume, key]{Enqueue: c.Enqueue,
 			Keys: func(pv *corev1.PersistentVolume) []key {
 				return []key{{kind: kindVolume, name: pv.Name}}
@@ -244,7 +228,7 @@ func (c *Controller) provisionsFor(claim *corev1.PersistentVolumeClaim) bool {
 
 // provisioned tells a virtual PV this binding provisioned.
 func (c *Controller) provisioned(pv *corev1.PersistentVolume) bool {
-	return pv.Annotations[annotationProvisionedBy] == ProvisionerName(c.clusterID) && pv.Annotations[AnnotationHolder] != ""
+	return pv.Annotations[annotationProvisionedBy] == ProvisionerName(c.clusterID) && pv.Annotations[kubeoceanv1alpha1.AnnotationHolderClaim] != ""
 }
 
 // ownedLabels are the labels of what the controller makes in the virtual

@@ -47,7 +47,7 @@ func (c *Controller) syncClass(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if existing != nil && existing.Parameters[ParameterPhysicalStorageClass] != name {
+	if existing != nil && existing.Parameters[kubeoceanv1alpha1.ParameterPhysicalStorageClass] != name {
 		return nil // not ours
 	}
 	logger := klog.FromContext(ctx).WithValues("storageClass", virtualName)
@@ -95,7 +95,7 @@ func (c *Controller) virtualClass(physical *storagev1.StorageClass) *storagev1.S
 	return &storagev1.StorageClass{
 		ObjectMeta:  metav1.ObjectMeta{Name: VirtualClassName(c.clusterID, physical.Name), Labels: c.ownedLabels()},
 		Provisioner: ProvisionerName(c.clusterID),
-		Parameters:  map[string]string{ParameterPhysicalStorageClass: physical.Name},
+		Parameters:  map[string]string{kubeoceanv1alpha1.ParameterPhysicalStorageClass: physical.Name},
 		// The volume is made where the pod lands: on the physical node
 		// behind the virtual node the scheduler chose.
 		VolumeBindingMode:    ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
@@ -141,7 +141,7 @@ func (c *Controller) provisionClaim(ctx context.Context, claim *corev1.Persisten
 		return err
 	}
 	if holder == nil {
-		holder = c.holderOf(claim, class.Parameters[ParameterPhysicalStorageClass], physicalNode)
+		holder = c.holderOf(claim, class.Parameters[kubeoceanv1alpha1.ParameterPhysicalStorageClass], physicalNode)
 		_, err := c.physical.CoreV1().PersistentVolumeClaims(c.mountNamespace).Create(ctx, holder, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating holder claim %s/%s: %w", c.mountNamespace, holder.Name, err)
@@ -174,9 +174,9 @@ func (c *Controller) holderOf(claim *corev1.PersistentVolumeClaim, physicalClass
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: c.mountNamespace, Name: HolderName(claim.UID),
-			Labels: c.owner.Stamp(map[string]string{LabelHolder: "true"}),
+			Labels: c.owner.Stamp(map[string]string{kubeoceanv1alpha1.LabelVolumeHolder: "true"}),
 			Annotations: map[string]string{
-				AnnotationClaimNamespace: claim.Namespace, AnnotationClaimName: claim.Name, AnnotationClaimUID: string(claim.UID),
+				kubeoceanv1alpha1.AnnotationVirtualClaimNamespace: claim.Namespace, kubeoceanv1alpha1.AnnotationVirtualClaimName: claim.Name, kubeoceanv1alpha1.AnnotationVirtualClaimUID: string(claim.UID),
 				annotationSelectedNode: physicalNode,
 			},
 		},
@@ -202,8 +202,8 @@ func (c *Controller) mirror(claim *corev1.PersistentVolumeClaim, class *storagev
 		ObjectMeta: metav1.ObjectMeta{
 			Name: VolumeName(claim.UID), Labels: c.ownedLabels(),
 			Annotations: map[string]string{
-				annotationProvisionedBy: ProvisionerName(c.clusterID),
-				AnnotationHolder:        holder.Name, AnnotationPhysicalVolume: physical.Name,
+				annotationProvisionedBy:                 ProvisionerName(c.clusterID),
+				kubeoceanv1alpha1.AnnotationHolderClaim: holder.Name, kubeoceanv1alpha1.AnnotationPhysicalVolume: physical.Name,
 			},
 		},
 		Spec: corev1.PersistentVolumeSpec{
@@ -247,7 +247,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx).WithValues("volume", pv.Name)
-	holder, err := orNil(c.holders.PersistentVolumeClaims(c.mountNamespace).Get(pv.Annotations[AnnotationHolder]))
+	holder, err := orNil(c.holders.PersistentVolumeClaims(c.mountNamespace).Get(pv.Annotations[kubeoceanv1alpha1.AnnotationHolderClaim]))
 	if err != nil {
 		return err
 	}

@@ -110,7 +110,7 @@ func TestClassFollowsThePhysicalOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	if created.Provisioner != ProvisionerName(clusterID) || *created.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer ||
-		*created.ReclaimPolicy != corev1.PersistentVolumeReclaimRetain || created.Parameters[ParameterPhysicalStorageClass] != "ssd" {
+		*created.ReclaimPolicy != corev1.PersistentVolumeReclaimRetain || created.Parameters[kubeoceanv1alpha1.ParameterPhysicalStorageClass] != "ssd" {
 		t.Errorf("virtual class %+v", created)
 	}
 	f.add(t, "virtualClasses", created)
@@ -135,7 +135,7 @@ func TestClassFollowsThePhysicalOne(t *testing.T) {
 func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 	f := newFixture(t)
 	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-ssd"}, Provisioner: ProvisionerName(clusterID),
-		Parameters: map[string]string{ParameterPhysicalStorageClass: "ssd"}, ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete)}
+		Parameters: map[string]string{kubeoceanv1alpha1.ParameterPhysicalStorageClass: "ssd"}, ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete)}
 	f.add(t, "virtualClasses", class)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: naming.VirtualNodeName(clusterID, "worker"),
 		Labels: map[string]string{kubeoceanv1alpha1.LabelClusterID: clusterID}, Annotations: map[string]string{}}}
@@ -171,7 +171,7 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if *holder.Spec.StorageClassName != "ssd" || holder.Annotations[annotationSelectedNode] != "worker" ||
-		holder.Labels[kubeoceanv1alpha1.LabelBindingUID] != "uid-1" || holder.Labels[LabelHolder] != "true" {
+		holder.Labels[kubeoceanv1alpha1.LabelBindingUID] != "uid-1" || holder.Labels[kubeoceanv1alpha1.LabelVolumeHolder] != "true" {
 		t.Errorf("holder %+v", holder)
 	}
 
@@ -195,7 +195,7 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if pv.Spec.HostPath.Path != "/data/1" || pv.Spec.ClaimRef.UID != "claim-uid" || pv.Spec.StorageClassName != "cls-ssd" ||
-		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || pv.Annotations[AnnotationHolder] != "pvc-claim-uid" {
+		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || pv.Annotations[kubeoceanv1alpha1.AnnotationHolderClaim] != "pvc-claim-uid" {
 		t.Errorf("virtual PV %+v", pv)
 	}
 	if terms := pv.Spec.NodeAffinity.Required.NodeSelectorTerms; len(terms) != 1 || terms[0].MatchExpressions[1].Values[0] != "worker" {

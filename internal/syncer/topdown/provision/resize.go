@@ -89,7 +89,7 @@ func (c *Controller) syncResize(ctx context.Context, claim *corev1.PersistentVol
 	if err != nil || pv == nil || !c.provisioned(pv) || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != claim.UID {
 		return controller.Result{}, err
 	}
-	holder, err := orNil(c.holders.PersistentVolumeClaims(c.mountNamespace).Get(pv.Annotations[AnnotationHolder]))
+	holder, err := orNil(c.holders.PersistentVolumeClaims(c.mountNamespace).Get(pv.Annotations[kubeoceanv1alpha1.AnnotationHolderClaim]))
 	if err != nil || holder == nil || holder.DeletionTimestamp != nil {
 		return controller.Result{}, err
 	}

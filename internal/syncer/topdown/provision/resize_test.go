@@ -44,12 +44,12 @@ func newResizeFixture(t *testing.T) *resizeFixture {
 	}
 	f.pv = &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pvc-claim-uid", Annotations: map[string]string{
-			annotationProvisionedBy: ProvisionerName(clusterID), AnnotationHolder: "pvc-claim-uid", AnnotationPhysicalVolume: "local-1"}},
+			annotationProvisionedBy: ProvisionerName(clusterID), kubeoceanv1alpha1.AnnotationHolderClaim: "pvc-claim-uid", kubeoceanv1alpha1.AnnotationPhysicalVolume: "local-1"}},
 		Spec: corev1.PersistentVolumeSpec{Capacity: storage("1Gi"), StorageClassName: "cls-ssd",
 			ClaimRef: &corev1.ObjectReference{Namespace: "app", Name: "data", UID: "claim-uid"}},
 	}
 	f.holder = &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: mount, Name: "pvc-claim-uid", Labels: map[string]string{LabelHolder: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: mount, Name: "pvc-claim-uid", Labels: map[string]string{kubeoceanv1alpha1.LabelVolumeHolder: "true"}},
 		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("ssd"), VolumeName: "local-1",
 			Resources: corev1.VolumeResourceRequirements{Requests: storage("1Gi")}},
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: storage("1Gi")},
@@ -70,7 +70,7 @@ func newResizeFixture(t *testing.T) *resizeFixture {
 
 var expandableClass = func() storagev1.StorageClass {
 	return storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-ssd"}, Provisioner: ProvisionerName(clusterID),
-		Parameters: map[string]string{ParameterPhysicalStorageClass: "ssd"}, AllowVolumeExpansion: ptr.To(true)}
+		Parameters: map[string]string{kubeoceanv1alpha1.ParameterPhysicalStorageClass: "ssd"}, AllowVolumeExpansion: ptr.To(true)}
 }()
 
 // refresh puts the clients' current objects into the caches, as the
