@@ -2,12 +2,12 @@ package node
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/lastapplied"
 )
 
 // lastApplied is the metadata Kubeocean last wrote on a virtual node, kept
@@ -51,19 +51,15 @@ func decodeLastApplied(node *corev1.Node) lastApplied {
 	return r
 }
 
-// mergeMap applies a three-way merge: keys we wrote before and no longer
-// want go, keys we want are set, everything else stays.
+// mergeMap applies the three-way merge of package lastapplied with every
+// key of ours enforced: keys we wrote before and no longer want go, keys we
+// want are set, everything else stays. The result is never nil: the
+// annotations get the record next.
 func mergeMap(current, last, want map[string]string) map[string]string {
-	merged := maps.Clone(current)
+	merged := lastapplied.Apply(current, lastapplied.MergeKeys(current, last, want, lastapplied.Always))
 	if merged == nil {
 		merged = map[string]string{}
 	}
-	for k := range last {
-		if _, ok := want[k]; !ok {
-			delete(merged, k)
-		}
-	}
-	maps.Copy(merged, want)
 	return merged
 }
 

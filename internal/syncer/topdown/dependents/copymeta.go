@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/lastapplied"
+	"github.com/kubeocean/kubeocean/internal/lastapplied"
 )
 
 // AnnotationLastApplied on a copy holds the labels Kubeocean last wrote on

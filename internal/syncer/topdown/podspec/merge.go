@@ -8,10 +8,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/lastapplied"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/lastapplied"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 )
 
