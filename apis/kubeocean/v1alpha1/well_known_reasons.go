@@ -306,6 +306,10 @@ const (
 	// ReasonTokenRequestFailed (Warning event on a virtual pod): no
 	// service-account token could be issued for the pod.
 	ReasonTokenRequestFailed = "TokenRequestFailed"
+	// ReasonEphemeralContainersRejected (Warning event on a virtual pod):
+	// the physical cluster refused the ephemeral containers added to it
+	// (kubectl debug).
+	ReasonEphemeralContainersRejected = "EphemeralContainersRejected"
 )
 
 // Reasons a dependency of a virtual pod (a ConfigMap, Secret,

@@ -18,10 +18,6 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 )
 
-// ReasonEphemeralContainersRejected: the physical cluster refused the
-// ephemeral containers added to the virtual pod (kubectl debug).
-const ReasonEphemeralContainersRejected = "EphemeralContainersRejected"
-
 // ephemeralContainersSubresource is the subresource through which
 // ephemeral containers are added to a running pod; the API takes them
 // nowhere else.
