@@ -25,6 +25,7 @@ import (
 	kubeoceaninformerfactory "github.com/kubeocean/kubeocean/generated/informers/externalversions"
 	"github.com/kubeocean/kubeocean/internal/manager/connectivity"
 	"github.com/kubeocean/kubeocean/internal/manager/syncers"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -155,10 +156,10 @@ func newFixture(t *testing.T, bindings []*kubeoceanv1alpha1.ClusterBinding, secr
 	_, f.ctx = ktesting.NewTestContext(t)
 	f.c = f.newController()
 	for _, b := range bindings {
-		f.mustAdd(f.bindings, b)
+		fixtures.MustAdd(f.t, f.bindings, b)
 	}
 	for _, s := range secrets {
-		f.mustAdd(f.secrets, s)
+		fixtures.MustAdd(f.t, f.secrets, s)
 	}
 	return f
 }
@@ -219,13 +220,6 @@ func (s *fakeSecrets) Get(namespace, name string) (*corev1.Secret, error) {
 	return obj.(*corev1.Secret), nil
 }
 
-func (f *fixture) mustAdd(indexer cache.Indexer, obj any) {
-	f.t.Helper()
-	if err := indexer.Add(obj); err != nil {
-		f.t.Fatal(err)
-	}
-}
-
 // reconcile runs one reconcile and returns its result, its error and the
 // writes it made; the writes are fed back into the cache, as the informer
 // would.
@@ -251,19 +245,6 @@ func (f *fixture) cached(name string) *kubeoceanv1alpha1.ClusterBinding {
 		f.t.Fatalf("binding %s not cached: %v", name, err)
 	}
 	return obj.(*kubeoceanv1alpha1.ClusterBinding)
-}
-
-// events drains the events recorded so far.
-func (f *fixture) events() []string {
-	var got []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			got = append(got, e)
-		default:
-			return got
-		}
-	}
 }
 
 func newBinding(name, clusterID string) *kubeoceanv1alpha1.ClusterBinding {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 // The first connection pins the physical cluster; a kubeconfig that then
@@ -24,7 +25,7 @@ func TestPhysicalClusterIsPinnedAndAChangeWaitsForTheOperator(t *testing.T) {
 		t.Fatalf("status.physicalClusterUID = %q after the first connection, want cluster-a", got)
 	}
 	ensured := len(f.runner.ensured)
-	f.events()
+	fixtures.Events(f.recorder)
 
 	// The Secret now reaches another cluster.
 	f.mustUpdateSecret(kubeconfigSecret(b, "config-2"))
@@ -39,7 +40,7 @@ func TestPhysicalClusterIsPinnedAndAChangeWaitsForTheOperator(t *testing.T) {
 	if got.Status.PhysicalClusterUID != "cluster-a" || len(f.runner.ensured) != ensured {
 		t.Fatalf("pin %q, Ensure calls %v: want the pin kept and the syncer left as it is", got.Status.PhysicalClusterUID, f.runner.ensured)
 	}
-	if events := f.events(); !slices.ContainsFunc(events, func(e string) bool {
+	if events := fixtures.Events(f.recorder); !slices.ContainsFunc(events, func(e string) bool {
 		return strings.HasPrefix(e, "Warning "+kubeoceanv1alpha1.ReasonPhysicalClusterChanged)
 	}) {
 		t.Fatalf("events %v, want a Warning %s", events, kubeoceanv1alpha1.ReasonPhysicalClusterChanged)

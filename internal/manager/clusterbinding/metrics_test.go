@@ -9,6 +9,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/manager/connectivity"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 func TestMetrics(t *testing.T) {
@@ -22,7 +23,7 @@ func TestMetrics(t *testing.T) {
 	ready, failed, fresh := bound(newBinding("ready", "r")), bound(newBinding("failed", "f")), newBinding("fresh", "x")
 	ready.Status.Phase, failed.Status.Phase = kubeoceanv1alpha1.ClusterBindingReady, kubeoceanv1alpha1.ClusterBindingFailed
 	for _, b := range []*kubeoceanv1alpha1.ClusterBinding{ready, failed, fresh} {
-		f.mustAdd(f.bindings, b)
+		fixtures.MustAdd(f.t, f.bindings, b)
 	}
 	f.runner.running["ready"] = true
 	f.c.metrics.observeCheck(&connectivity.Failure{Reason: kubeoceanv1alpha1.ReasonUnreachable}, 0)

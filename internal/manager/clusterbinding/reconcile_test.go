@@ -15,6 +15,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/manager/connectivity"
 	"github.com/kubeocean/kubeocean/internal/manager/syncers"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 )
@@ -58,7 +59,7 @@ func TestReconcileNewBindingBecomesReady(t *testing.T) {
 	if result.RequeueAfter != DefaultRecheckInterval {
 		t.Errorf("requeue after %v, want the recheck interval", result.RequeueAfter)
 	}
-	if want := []string{"Normal Pending", "Normal Ready"}; !eventsStartWith(f.events(), want) {
+	if want := []string{"Normal Pending", "Normal Ready"}; !eventsStartWith(fixtures.Events(f.recorder), want) {
 		t.Errorf("events do not start with %v", want)
 	}
 	if !slices.Equal(f.runner.ensured, []string{"worker-1/" + f.c.kubeconfigHash(got)}) {
@@ -149,7 +150,7 @@ func TestReconcileInvalidBindingIsNotRetried(t *testing.T) {
 			if c := conditionOf(t, got, conditionConnected); c.Status != metav1.ConditionUnknown {
 				t.Errorf("Connected = %+v, want Unknown", c)
 			}
-			if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+tt.wantReason) {
+			if events := fixtures.Events(f.recorder); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+tt.wantReason) {
 				t.Errorf("events = %v", events)
 			}
 			if f.checker.checks != 0 || len(f.runner.ensured) != 0 {
@@ -185,7 +186,7 @@ func TestReconcileConfigErrorWaitsForTheSecret(t *testing.T) {
 		t.Fatalf("unchanged: %v, writes %v, checks %d; want no check and no write", err, verbs(actions), f.checker.checks)
 	}
 
-	f.mustAdd(f.secrets, kubeconfigSecret(b, "fixed"))
+	fixtures.MustAdd(f.t, f.secrets, kubeconfigSecret(b, "fixed"))
 	f.checker.fail(nil)
 	if _, err, _ := f.reconcile(b.Name); err != nil || f.checker.checks != 2 {
 		t.Fatalf("after the Secret appeared: %v, checks %d", err, f.checker.checks)
@@ -238,7 +239,7 @@ func TestReconcileTransientFailureBacksOff(t *testing.T) {
 	}
 
 	// A changed Secret is checked at once, backoff or not.
-	f.mustAdd(f.secrets, kubeconfigSecret(b, "config-2"))
+	fixtures.MustAdd(f.t, f.secrets, kubeconfigSecret(b, "config-2"))
 	f.checker.fail(nil)
 	_, _, actions = f.reconcile(b.Name)
 	got := f.cached(b.Name)
@@ -267,8 +268,8 @@ func TestUnreachableClusterCheckedAsSoonAsItAnswers(t *testing.T) {
 	// A new manager: empty memory, the binding as stored.
 	persisted := f.cached(b.Name).DeepCopy()
 	f.c = f.newController()
-	f.mustAdd(f.bindings, persisted)
-	f.mustAdd(f.secrets, kubeconfigSecret(b, "config-1"))
+	fixtures.MustAdd(f.t, f.bindings, persisted)
+	fixtures.MustAdd(f.t, f.secrets, kubeconfigSecret(b, "config-1"))
 	checks := f.checker.checks
 	f.clock.Step(UnreachableProbeInterval)
 	if result, _, _ := f.reconcile(b.Name); f.checker.checks != checks || result.RequeueAfter != UnreachableProbeInterval {
@@ -316,8 +317,8 @@ func TestBackoffSurvivesRestart(t *testing.T) {
 	// A new manager: empty memory, the binding as stored.
 	persisted := f.cached(b.Name).DeepCopy()
 	f.c = f.newController()
-	f.mustAdd(f.bindings, persisted)
-	f.mustAdd(f.secrets, kubeconfigSecret(b, "config-1"))
+	fixtures.MustAdd(f.t, f.bindings, persisted)
+	fixtures.MustAdd(f.t, f.secrets, kubeconfigSecret(b, "config-1"))
 
 	result, err, actions := f.reconcile(b.Name)
 	if err != nil || f.checker.checks != 3 || len(actions) != 0 || result.RequeueAfter != time.Minute {

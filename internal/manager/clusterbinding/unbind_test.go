@@ -10,6 +10,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/manager/syncers"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 func deleting(b *kubeoceanv1alpha1.ClusterBinding, finalizers ...string) *kubeoceanv1alpha1.ClusterBinding {
@@ -57,7 +58,7 @@ func TestUnbindStartsTheSyncerToCleanUp(t *testing.T) {
 		!strings.Contains(ready.Message, "connection refused") || !strings.Contains(ready.Message, kubeoceanv1alpha1.AnnotationForceUnbind+"=true") {
 		t.Errorf("phase %s, Ready %+v", got.Status.Phase, ready)
 	}
-	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+kubeoceanv1alpha1.ReasonUnbindingBlocked) {
+	if events := fixtures.Events(f.recorder); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+kubeoceanv1alpha1.ReasonUnbindingBlocked) {
 		t.Errorf("events = %v", events)
 	}
 }
@@ -106,7 +107,7 @@ func TestUnbindReleasesOnceTheSyncerIsGone(t *testing.T) {
 			if !slices.Equal(got.Finalizers, tt.wantFinalizers) && !(len(got.Finalizers) == 0 && len(tt.wantFinalizers) == 0) {
 				t.Errorf("finalizers = %v, want %v", got.Finalizers, tt.wantFinalizers)
 			}
-			events := f.events()
+			events := fixtures.Events(f.recorder)
 			if !eventsStartWith(events, tt.wantEvents) || len(events) != len(tt.wantEvents) {
 				t.Errorf("events = %v, want %v", events, tt.wantEvents)
 			}

@@ -23,6 +23,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -143,14 +144,7 @@ func (f *fixture) expectNoSecondWrite() {
 }
 
 func virtualNode() *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: virtualName, UID: "node-uid",
-		Labels: map[string]string{
-			kubeoceanv1alpha1.LabelManagedBy:        kubeoceanv1alpha1.ManagedByKubeocean,
-			kubeoceanv1alpha1.LabelClusterID:        testClusterID,
-			kubeoceanv1alpha1.LabelPhysicalNodeName: physicalName,
-		},
-	}}
+	return fixtures.VirtualNode(virtualName, testClusterID, physicalName, fixtures.WithUID("node-uid"))
 }
 
 func driver(name, nodeID string, count int32, topologyKeys ...string) storagev1.CSINodeDriver {

@@ -20,6 +20,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -74,23 +75,16 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	for _, obj := range objects {
 		switch o := obj.(type) {
 		case *coordinationv1.Lease:
-			f.mustAdd(f.leases, o)
+			fixtures.MustAdd(f.t, f.leases, o)
 		case *corev1.Node:
 			if _, ours := o.Labels[kubeoceanv1alpha1.LabelClusterID]; ours {
-				f.mustAdd(f.virtualNodes, o)
+				fixtures.MustAdd(f.t, f.virtualNodes, o)
 			} else {
-				f.mustAdd(f.physicalNodes, o)
+				fixtures.MustAdd(f.t, f.physicalNodes, o)
 			}
 		}
 	}
 	return f
-}
-
-func (f *fixture) mustAdd(indexer cache.Indexer, obj any) {
-	f.t.Helper()
-	if err := indexer.Add(obj); err != nil {
-		f.t.Fatal(err)
-	}
 }
 
 // reconcile runs one pass and returns its result and the writes it made.
@@ -99,13 +93,7 @@ func (f *fixture) reconcile(name string) (controller.Result, []clienttesting.Act
 	f.client.ClearActions()
 	_, ctx := ktesting.NewTestContext(f.t)
 	result, err := f.c.reconcile(ctx, name)
-	var writes []clienttesting.Action
-	for _, a := range f.client.Actions() {
-		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
-			writes = append(writes, a)
-		}
-	}
-	return result, writes, err
+	return result, fixtures.Writes(f.client.Actions()), err
 }
 
 // syncCache copies the Leases of the fake cluster into the lister, as the
@@ -135,21 +123,11 @@ func (f *fixture) lease(name string) *coordinationv1.Lease {
 }
 
 func virtualNode(name, physical string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: name, UID: types.UID("uid-" + name),
-		Labels: map[string]string{
-			kubeoceanv1alpha1.LabelManagedBy:        kubeoceanv1alpha1.ManagedByKubeocean,
-			kubeoceanv1alpha1.LabelClusterID:        testClusterID,
-			kubeoceanv1alpha1.LabelPhysicalNodeName: physical,
-		},
-	}}
+	return fixtures.VirtualNode(name, testClusterID, physical, fixtures.WithUID(types.UID("uid-"+name)))
 }
 
 func physicalNode(name string, ready corev1.ConditionStatus) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}},
-	}
+	return fixtures.Node(name, fixtures.WithReady(ready))
 }
 
 // ourLease is the Lease of virtualNode(name) renewed at renewTime.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -159,7 +160,7 @@ func TestRenewsAtOnceWhenPhysicalNodeReadyAgain(t *testing.T) {
 	}
 
 	f.clock.Step(time.Minute)
-	f.mustAdd(f.physicalNodes, physicalNode("worker-1", corev1.ConditionTrue))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("worker-1", corev1.ConditionTrue))
 	result, writes, err := f.reconcile(virtualName)
 	if err != nil || len(writes) != 1 || writes[0].GetVerb() != "update" {
 		t.Fatalf("Ready again: err %v, writes %v; want one update", err, writes)

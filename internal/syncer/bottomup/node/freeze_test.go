@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 func poolSelector(op corev1.NodeSelectorOperator, values ...string) *corev1.NodeSelector {
@@ -73,10 +74,10 @@ func TestUnevaluableConfigurationFreezesNodes(t *testing.T) {
 			good, lender := binding(), policy("lender", testNow.Add(-time.Hour))
 			good.Spec.NodeSelector = poolSelector(corev1.NodeSelectorOpIn, "idle")
 			lender.Spec.NodeSelector = poolSelector(corev1.NodeSelectorOpIn, "idle")
-			f.add(f.bindings, good)
-			f.add(f.policies, lender)
-			f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "idle"}))
-			f.add(f.virtualPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "web-uid"},
+			fixtures.MustAdd(f.t, f.bindings, good)
+			fixtures.MustAdd(f.t, f.policies, lender)
+			fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "idle"}))
+			fixtures.MustAdd(f.t, f.virtualPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "web-uid"},
 				Spec: corev1.PodSpec{NodeName: vnode}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 			f.sync("node-a")
 			before := f.virtualNode(vnode)
@@ -84,10 +85,10 @@ func TestUnevaluableConfigurationFreezesNodes(t *testing.T) {
 
 			broken, brokenPolicy := good.DeepCopy(), lender.DeepCopy()
 			tt.typo(broken, brokenPolicy)
-			f.add(f.bindings, broken)
-			f.add(f.policies, brokenPolicy)
+			fixtures.MustAdd(f.t, f.bindings, broken)
+			fixtures.MustAdd(f.t, f.policies, brokenPolicy)
 			// What would otherwise change the node's capacity.
-			f.add(f.foreignPods, foreignPod("batch", "node-a", "2", corev1.PodRunning))
+			fixtures.MustAdd(f.t, f.foreignPods, foreignPod("batch", "node-a", "2", corev1.PodRunning))
 
 			for range 3 {
 				if result := f.sync("node-a"); result.RequeueAfter != 0 {
@@ -104,8 +105,8 @@ func TestUnevaluableConfigurationFreezesNodes(t *testing.T) {
 				t.Fatalf("events = %q, want one %s naming %q", events, kubeoceanv1alpha1.EventConfigurationInvalid, tt.reason)
 			}
 
-			f.add(f.bindings, good)
-			f.add(f.policies, lender)
+			fixtures.MustAdd(f.t, f.bindings, good)
+			fixtures.MustAdd(f.t, f.policies, lender)
 			f.sync("node-a")
 			wantWrites(t, f, "patch nodes/status")
 			if got := f.virtualNode(vnode).Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("6")) != 0 {
@@ -119,16 +120,16 @@ func TestUnevaluableConfigurationFreezesNodes(t *testing.T) {
 // over it: the node lent by another policy is reconciled as usual.
 func TestInvalidPolicyFreezesOnlyNodesItMaySelect(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)), policy("gpus", testNow, func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)), policy("gpus", testNow, func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
 		p.Spec.NodeSelector = poolSelector(corev1.NodeSelectorOpIn, "gpu")
 		p.Spec.TimeZone = "Europe/Berln"
 	}))
-	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "idle"}))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "idle"}))
 	f.sync("node-a")
 	wantWrites(t, f, "create nodes")
 
-	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "gpu"}))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "gpu"}))
 	f.sync("node-a")
 	wantWrites(t, f)
 	if events := drainEvents(f); len(events) != 1 || !strings.Contains(events[0], "ResourceLeasingPolicy gpus") {

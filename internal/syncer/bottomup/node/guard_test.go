@@ -13,6 +13,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 // A kubeconfig that reaches another physical cluster freezes the node,
@@ -24,7 +25,7 @@ func TestPhysicalClusterChangedFreezesNodes(t *testing.T) {
 	})
 	pinned := binding()
 	pinned.Status.PhysicalClusterUID = "uid-a"
-	f.add(f.bindings, pinned)
+	fixtures.MustAdd(f.t, f.bindings, pinned)
 	f.c.physicalClusterUID = "uid-b"
 	f.physicalNodes.(interface{ Delete(any) error }).Delete(physicalNode("node-a", nil))
 	f.sync("node-a")
@@ -35,7 +36,7 @@ func TestPhysicalClusterChangedFreezesNodes(t *testing.T) {
 
 	accepted := pinned.DeepCopy()
 	accepted.Annotations = map[string]string{kubeoceanv1alpha1.AnnotationAcceptPhysicalCluster: "uid-b"}
-	f.add(f.bindings, accepted)
+	fixtures.MustAdd(f.t, f.bindings, accepted)
 	f.sync("node-a")
 	wantWrites(t, f, "update nodes", "create pods/eviction")
 }
@@ -104,7 +105,7 @@ func TestConfigRemovalOfNodeWithPodsWaitsForConfirmation(t *testing.T) {
 		t.Fatal(err)
 	}
 	confirmed.Annotations = map[string]string{kubeoceanv1alpha1.AnnotationConfirmNodeRemoval: token}
-	f.add(f.bindings, confirmed)
+	fixtures.MustAdd(f.t, f.bindings, confirmed)
 	f.sync("node-a")
 	wantWrites(t, f, "update nodes", "create pods/eviction")
 	if held := heldCondition(t, ocean); held.Status != metav1.ConditionFalse {
@@ -120,7 +121,7 @@ func TestStaleConfirmationHolds(t *testing.T) {
 	f, _ := heldFixture(t)
 	stale := binding()
 	stale.Annotations = map[string]string{kubeoceanv1alpha1.AnnotationConfirmNodeRemoval: configToken(binding(), []*kubeoceanv1alpha1.ResourceLeasingPolicy{policy("all", testNow)})}
-	f.add(f.bindings, stale)
+	fixtures.MustAdd(f.t, f.bindings, stale)
 	f.sync("node-a")
 	wantWrites(t, f)
 }
@@ -134,20 +135,20 @@ func TestConfigRemovalShare(t *testing.T) {
 	}{{"one of three", 1, false}, {"two of three", 2, true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.add(f.bindings, binding())
-			f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+			fixtures.MustAdd(f.t, f.bindings, binding())
+			fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
 			names := []string{"node-a", "node-b", "node-c"}
 			for _, n := range names {
-				f.add(f.physicalNodes, physicalNode(n, map[string]string{"pool": "idle"}))
+				fixtures.MustAdd(f.t, f.physicalNodes, physicalNode(n, map[string]string{"pool": "idle"}))
 				f.sync(n)
 			}
 			selective := binding()
 			selective.Generation = 2
 			selective.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"idle"}}}}}}
-			f.add(f.bindings, selective)
+			fixtures.MustAdd(f.t, f.bindings, selective)
 			for _, n := range names[:tt.deselect] {
-				f.add(f.physicalNodes, physicalNode(n, map[string]string{"pool": "busy"}))
+				fixtures.MustAdd(f.t, f.physicalNodes, physicalNode(n, map[string]string{"pool": "busy"}))
 			}
 			f.sync("node-a")
 			if got := len(f.writes()) == 0; got != tt.held {
@@ -182,9 +183,9 @@ func TestNothingHeldIsReportedOnce(t *testing.T) {
 	f := newFixture(t)
 	ocean := kubeoceanfake.NewClientset(binding())
 	f.c.bindingsClient = ocean.KubeoceanV1alpha1()
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	f.sync("node-a")
 	if held := heldCondition(t, ocean); held == nil || held.Status != metav1.ConditionFalse || held.Reason != kubeoceanv1alpha1.ReasonNoNodeRemovalHeld {
 		t.Fatalf("condition %+v, want False %s", held, kubeoceanv1alpha1.ReasonNoNodeRemovalHeld)
@@ -200,14 +201,14 @@ func TestNothingHeldIsReportedOnce(t *testing.T) {
 // is nothing to remove, even while the share rule holds others.
 func TestNodeWithoutTwinIsNotHeld(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour), func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour), func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
 		p.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"idle"}}}}}}
 	}))
-	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "idle"}), physicalNode("node-b", nil))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "idle"}), physicalNode("node-b", nil))
 	f.sync("node-a")
-	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "busy"}))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", map[string]string{"pool": "busy"}))
 	f.sync("node-a") // held: one of one node
 	f.sync("node-b")
 	if f.c.held.thaw("node-b") {

@@ -25,6 +25,7 @@ import (
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions"
 	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -153,15 +154,6 @@ func (s compactingStore) Add(obj any) error {
 	return nil
 }
 
-func (f *fixture) add(store interface{ Add(any) error }, objs ...runtime.Object) {
-	f.t.Helper()
-	for _, obj := range objs {
-		if err := store.Add(obj); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-}
-
 // sync reconciles key and, like the informer would, feeds every node the
 // fake client now holds back into the virtual node lister.
 func (f *fixture) sync(key string) controller.Result {
@@ -193,20 +185,7 @@ func (f *fixture) refreshVirtualNodes() {
 }
 
 // writes lists the verbs and resources of the client's write actions.
-func (f *fixture) writes() []string {
-	var out []string
-	for _, a := range f.virtual.Actions() {
-		if a.GetVerb() == "get" || a.GetVerb() == "list" || a.GetVerb() == "watch" {
-			continue
-		}
-		w := a.GetVerb() + " " + a.GetResource().Resource
-		if sub := a.GetSubresource(); sub != "" {
-			w += "/" + sub
-		}
-		out = append(out, w)
-	}
-	return out
-}
+func (f *fixture) writes() []string { return fixtures.Verbs(fixtures.Writes(f.virtual.Actions())) }
 
 func (f *fixture) virtualNode(name string) *corev1.Node {
 	f.t.Helper()
@@ -263,10 +242,6 @@ func physicalNode(name string, labels map[string]string) *corev1.Node {
 }
 
 func foreignPod(name, node, cpu string, phase corev1.PodPhase) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
-		Status: corev1.PodStatus{Phase: phase},
-	}
+	return fixtures.Pod("apps", name, fixtures.WithNode(node), fixtures.WithPhase(phase), fixtures.WithContainers(corev1.Container{Name: "c",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}))
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 func TestOutageMarks(t *testing.T) {
@@ -58,9 +59,9 @@ func TestOutageMarks(t *testing.T) {
 // turns True, a Normal event says so, and Ready is copied again.
 func TestOutageMarksTheVirtualNodeAndClearsAfterwards(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	f.sync("node-a")
 	wantWrites(t, f, "create nodes")
 

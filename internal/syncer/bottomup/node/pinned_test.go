@@ -5,6 +5,7 @@ import (
 	"time"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 // pinned pins a policy to a mount namespace.
@@ -18,11 +19,11 @@ func pinned(mount string) func(*kubeoceanv1alpha1.ResourceLeasingPolicy) {
 // token.
 func TestPolicyPinnedElsewhereHasNoSay(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
+	fixtures.MustAdd(f.t, f.bindings, binding())
 	broken := func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) { p.Spec.TimeZone = "Europe/Berln" }
 	theirs := policy("theirs", testNow.Add(-2*time.Hour), pinned("their-mount"), broken)
-	f.add(f.policies, theirs, policy("ours", testNow.Add(-time.Hour), pinned(testMount)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.policies, theirs, policy("ours", testNow.Add(-time.Hour), pinned(testMount)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	f.sync("node-a")
 	wantWrites(t, f, "create nodes")
 	if events := drainEvents(f); len(events) != 0 {

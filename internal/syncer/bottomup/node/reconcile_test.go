@@ -16,6 +16,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -30,10 +31,10 @@ func wantWrites(t *testing.T, f *fixture, want ...string) {
 
 func TestCreatesVirtualNodeWithLendableCapacity(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("half-cpu", testNow.Add(-time.Hour), cpuPercent(50)))
-	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1", corev1.LabelHostname: "node-a"}))
-	f.add(f.foreignPods,
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("half-cpu", testNow.Add(-time.Hour), cpuPercent(50)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1", corev1.LabelHostname: "node-a"}))
+	fixtures.MustAdd(f.t, f.foreignPods,
 		foreignPod("web", "node-a", "2", corev1.PodRunning),
 		foreignPod("done", "node-a", "3", corev1.PodSucceeded),
 		foreignPod("elsewhere", "node-b", "3", corev1.PodRunning),
@@ -74,12 +75,12 @@ func TestCreatesVirtualNodeWithLendableCapacity(t *testing.T) {
 
 func TestForeignPodChangesCapacityOnlyInStatus(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	f.sync("node-a")
 
-	f.add(f.foreignPods, foreignPod("batch", "node-a", "1500m", corev1.PodRunning))
+	fixtures.MustAdd(f.t, f.foreignPods, foreignPod("batch", "node-a", "1500m", corev1.PodRunning))
 	f.sync("node-a")
 	wantWrites(t, f, "patch nodes/status")
 	if got := f.virtualNode(vnode).Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("6500m")) != 0 {
@@ -89,30 +90,30 @@ func TestForeignPodChangesCapacityOnlyInStatus(t *testing.T) {
 
 func TestHeartbeatAloneCausesNoWrite(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
 	physical := physicalNode("node-a", nil)
-	f.add(f.physicalNodes, physical)
+	fixtures.MustAdd(f.t, f.physicalNodes, physical)
 	f.sync("node-a")
 
 	beat := physical.DeepCopy()
 	beat.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(testNow)
-	f.add(f.physicalNodes, beat)
+	fixtures.MustAdd(f.t, f.physicalNodes, beat)
 	f.sync("node-a")
 	wantWrites(t, f)
 
 	notReady := beat.DeepCopy()
 	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
-	f.add(f.physicalNodes, notReady)
+	fixtures.MustAdd(f.t, f.physicalNodes, notReady)
 	f.sync("node-a")
 	wantWrites(t, f, "patch nodes/status")
 }
 
 func TestUserEditsSurviveAndStaleOnesGo(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1", "tier": "gold"}))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1", "tier": "gold"}))
 	f.sync("node-a")
 
 	// A user labels and taints the virtual node.
@@ -128,7 +129,7 @@ func TestUserEditsSurviveAndStaleOnesGo(t *testing.T) {
 	// The physical node loses a label and its taint.
 	changed := physicalNode("node-a", map[string]string{"zone": "z2"})
 	changed.Spec.Taints = nil
-	f.add(f.physicalNodes, changed)
+	fixtures.MustAdd(f.t, f.physicalNodes, changed)
 	f.sync("node-a")
 	n := f.virtualNode(vnode)
 	if n.Labels["team"] != "ml" || n.Annotations["note"] != "reserved" || findTaint(n.Spec.Taints, "user") == nil {
@@ -145,9 +146,9 @@ func TestDisableNodeDefaultTaint(t *testing.T) {
 	f := newFixture(t)
 	b := binding()
 	b.Spec.DisableNodeDefaultTaint = true
-	f.add(f.bindings, b)
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, b)
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	f.sync("node-a")
 	if findTaint(f.virtualNode(vnode).Spec.Taints, kubeoceanv1alpha1.TaintVirtualNode) != nil {
 		t.Fatal("default taint present although disabled")
@@ -156,14 +157,14 @@ func TestDisableNodeDefaultTaint(t *testing.T) {
 
 func TestTimeWindows(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
+	fixtures.MustAdd(f.t, f.bindings, binding())
 	// Friday 12:00 now; the window is 18:00-06:00, so the node is outside.
-	f.add(f.policies, policy("nights", testNow.Add(-time.Hour), func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
+	fixtures.MustAdd(f.t, f.policies, policy("nights", testNow.Add(-time.Hour), func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
 		p.Spec.TimeWindows = []kubeoceanv1alpha1.TimeWindow{{Start: "18:00", End: "06:00"}}
 		p.Spec.ForceReclaim = true
 		p.Spec.GracefulReclaimPeriodSeconds = 600
 	}))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 
 	result := f.sync("node-a")
 	taint := findTaint(f.virtualNode(vnode).Spec.Taints, kubeoceanv1alpha1.TaintOutOfTimeWindows)
@@ -205,16 +206,16 @@ func TestTimeWindows(t *testing.T) {
 
 func TestDrainAndRemove(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	f.sync("node-a")
 	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app", UID: "pod-uid"},
 		Spec: corev1.PodSpec{NodeName: vnode}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	if _, err := f.virtual.CoreV1().Pods("default").Create(t.Context(), running, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.add(f.virtualPods, running)
+	fixtures.MustAdd(f.t, f.virtualPods, running)
 
 	// The physical node goes (a configuration change would wait for
 	// confirmation and never delete pods: guard_test.go).
@@ -234,7 +235,7 @@ func TestDrainAndRemove(t *testing.T) {
 	// The pod is terminating: still counted, not deleted twice.
 	terminating := running.DeepCopy()
 	terminating.DeletionTimestamp = &metav1.Time{Time: testNow}
-	f.add(f.virtualPods, terminating)
+	fixtures.MustAdd(f.t, f.virtualPods, terminating)
 	f.sync("node-a")
 	wantWrites(t, f)
 
@@ -245,12 +246,12 @@ func TestDrainAndRemove(t *testing.T) {
 
 func TestRelentNodeLosesDeletionTaint(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
 	f.sync("node-a")
 	// Taint as a drain would, but keep a pod so the node is not deleted.
-	f.add(f.virtualPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p"}, Spec: corev1.PodSpec{NodeName: vnode},
+	fixtures.MustAdd(f.t, f.virtualPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p"}, Spec: corev1.PodSpec{NodeName: vnode},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 	if _, err := f.c.remove(t.Context(), vnode, "test", false, false); err != nil {
 		t.Fatal(err)
@@ -294,13 +295,13 @@ func TestRemoveReasons(t *testing.T) {
 			}
 			f.refreshVirtualNodes()
 			if tt.binding != nil {
-				f.add(f.bindings, tt.binding)
+				fixtures.MustAdd(f.t, f.bindings, tt.binding)
 			}
 			if tt.node != nil {
-				f.add(f.physicalNodes, tt.node)
+				fixtures.MustAdd(f.t, f.physicalNodes, tt.node)
 			}
 			if tt.policy != nil {
-				f.add(f.policies, tt.policy)
+				fixtures.MustAdd(f.t, f.policies, tt.policy)
 			}
 			f.sync("node-a")
 			wantWrites(t, f, "update nodes", "delete nodes")
@@ -310,9 +311,9 @@ func TestRemoveReasons(t *testing.T) {
 
 func TestForeignNodeWithOurNameIsLeftAlone(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	if _, err := f.virtual.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: vnode}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -330,11 +331,11 @@ func TestForeignNodeWithOurNameIsLeftAlone(t *testing.T) {
 
 func TestNotReadyDoesNotFightTheLifecycleController(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
 	physical := physicalNode("node-a", nil)
 	physical.Status.Conditions[0].Status, physical.Status.Conditions[0].Reason = corev1.ConditionFalse, "KubeletNotReady"
-	f.add(f.physicalNodes, physical)
+	fixtures.MustAdd(f.t, f.physicalNodes, physical)
 	f.sync("node-a")
 
 	// The virtual node-lifecycle controller marks it Unknown.
@@ -350,7 +351,7 @@ func TestNotReadyDoesNotFightTheLifecycleController(t *testing.T) {
 	// The physical node recovers: Ready comes back at once.
 	ready := physical.DeepCopy()
 	ready.Status.Conditions[0].Status, ready.Status.Conditions[0].Reason = corev1.ConditionTrue, "KubeletReady"
-	f.add(f.physicalNodes, ready)
+	fixtures.MustAdd(f.t, f.physicalNodes, ready)
 	f.sync("node-a")
 	wantWrites(t, f, "patch nodes/status")
 	if got := f.virtualNode(vnode).Status.Conditions[0].Status; got != corev1.ConditionTrue {
@@ -364,16 +365,16 @@ func TestNotReadyDoesNotFightTheLifecycleController(t *testing.T) {
 // lent and are not this binding's to lend: they count like any other pod.
 func TestOnlyTheBindingsOwnPodsDoNotReduceCapacity(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	ours := foreignPod("ours", "node-a", "3", corev1.PodRunning)
 	ours.Labels = testOwner.Stamp(nil)
 	sibling := foreignPod("sibling", "node-a", "2", corev1.PodRunning)
 	sibling.Labels = ownership.Owner{ClusterID: "cls-2", BindingUID: "uid-2"}.Stamp(nil)
 	stranger := foreignPod("stranger", "node-a", "1", corev1.PodRunning)
 	stranger.Labels = ownership.Owner{ClusterID: testClusterID, BindingUID: "uid-of-another-virtual-cluster"}.Stamp(nil)
-	f.add(f.foreignPods, ours, sibling, stranger)
+	fixtures.MustAdd(f.t, f.foreignPods, ours, sibling, stranger)
 	f.sync("node-a")
 	n := f.virtualNode(vnode)
 	if got := n.Status.Allocatable.Cpu(); got.Cmp(resource.MustParse("5")) != 0 {
@@ -389,9 +390,9 @@ func TestOnlyTheBindingsOwnPodsDoNotReduceCapacity(t *testing.T) {
 // not retried.
 func TestInvisibleForeignNodeWithOurNameIsReportedNotRetried(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	if _, err := f.virtual.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: vnode}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -412,9 +413,9 @@ func TestInvisibleForeignNodeWithOurNameIsReportedNotRetried(t *testing.T) {
 func TestLongPhysicalNodeNameIsMirrored(t *testing.T) {
 	long := strings.Repeat("n", 100) + ".example.com"
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow))
-	f.add(f.physicalNodes, physicalNode(long, nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode(long, nil))
 	f.sync(long)
 	wantWrites(t, f, "create nodes")
 	n := f.virtualNode(naming.VirtualNodeName(testClusterID, long))
@@ -438,9 +439,9 @@ func TestAdvertisesKubeletEndpoint(t *testing.T) {
 		recorded = append(recorded, current)
 		return "10.1.2.3", 10251, nil
 	}
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 
 	f.sync("node-a")
 	n := f.virtualNode(vnode)
@@ -476,9 +477,9 @@ func TestReadyNodeLosesTheNotReadyTaint(t *testing.T) {
 	t.Run("created ready", func(t *testing.T) {
 		f := newFixture(t)
 		admitNodes(f)
-		f.add(f.bindings, binding())
-		f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-		f.add(f.physicalNodes, physicalNode("node-a", nil))
+		fixtures.MustAdd(f.t, f.bindings, binding())
+		fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+		fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 		f.sync("node-a")
 		wantWrites(t, f, "create nodes")
 		f.sync("node-a") // the node's event
@@ -496,18 +497,18 @@ func TestReadyNodeLosesTheNotReadyTaint(t *testing.T) {
 	t.Run("not ready, then ready", func(t *testing.T) {
 		f := newFixture(t)
 		admitNodes(f)
-		f.add(f.bindings, binding())
-		f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
+		fixtures.MustAdd(f.t, f.bindings, binding())
+		fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
 		physical := physicalNode("node-a", nil)
 		physical.Status.Conditions[0].Status = corev1.ConditionFalse
-		f.add(f.physicalNodes, physical)
+		fixtures.MustAdd(f.t, f.physicalNodes, physical)
 		f.sync("node-a")
 		f.sync("node-a")
 		wantWrites(t, f)
 		if n := f.virtualNode(vnode); findTaint(n.Spec.Taints, corev1.TaintNodeNotReady) == nil {
 			t.Fatalf("taints = %v, want %s kept on a node not Ready", n.Spec.Taints, corev1.TaintNodeNotReady)
 		}
-		f.add(f.physicalNodes, physicalNode("node-a", nil))
+		fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 		f.sync("node-a")
 		wantWrites(t, f, "patch nodes/status")
 		f.sync("node-a")

@@ -11,6 +11,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 // drainFixture is a lent node with one running pod, drained by the policy's
@@ -19,16 +20,16 @@ import (
 func drainFixture(t *testing.T, refuse func() error) (*fixture, *corev1.Pod) {
 	f := newFixture(t)
 	f.c.drainTimeout = 5 * time.Minute
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	f.sync("node-a")
 	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app", UID: "pod-uid"},
 		Spec: corev1.PodSpec{NodeName: vnode}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	if _, err := f.virtual.CoreV1().Pods("default").Create(t.Context(), running, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.add(f.virtualPods, running)
+	fixtures.MustAdd(f.t, f.virtualPods, running)
 	f.virtual.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() != "eviction" {
 			return false, nil, nil
@@ -90,7 +91,7 @@ func TestDrainOfDeletedPhysicalNodeIsForced(t *testing.T) {
 	deleting := physicalNode("node-a", nil)
 	deleting.DeletionTimestamp = &metav1.Time{Time: testNow}
 	deleting.Finalizers = []string{"x"}
-	f.add(f.physicalNodes, deleting)
+	fixtures.MustAdd(f.t, f.physicalNodes, deleting)
 	f.sync("node-a")
 	wantWrites(t, f, "update nodes", "delete pods")
 }

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 // syncUnseen reconciles key without feeding the result back into the
@@ -31,22 +33,22 @@ func wantCPU(t *testing.T, f *fixture, want string) {
 func TestStatusWritesOfANodeAreAtLeastAnIntervalApart(t *testing.T) {
 	f := newFixture(t)
 	f.c.writes.interval = time.Second
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 	f.sync("node-a")
 	wantCPU(t, f, "8")
 
 	// Two changes within the interval of the create: no write, and a
 	// requeue at the interval's end.
-	f.add(f.foreignPods, foreignPod("a", "node-a", "1", corev1.PodRunning))
+	fixtures.MustAdd(f.t, f.foreignPods, foreignPod("a", "node-a", "1", corev1.PodRunning))
 	result := f.sync("node-a")
 	wantWrites(t, f)
 	if result.RequeueAfter <= 0 || result.RequeueAfter > time.Second {
 		t.Fatalf("requeue after %v, want within the interval", result.RequeueAfter)
 	}
 	f.clock.Step(400 * time.Millisecond)
-	f.add(f.foreignPods, foreignPod("b", "node-a", "2", corev1.PodRunning))
+	fixtures.MustAdd(f.t, f.foreignPods, foreignPod("b", "node-a", "2", corev1.PodRunning))
 	result = f.sync("node-a")
 	wantWrites(t, f)
 	if result.RequeueAfter != 600*time.Millisecond {
@@ -61,21 +63,21 @@ func TestStatusWritesOfANodeAreAtLeastAnIntervalApart(t *testing.T) {
 
 	// A change that needs no status write is not held back by the pacing,
 	// and a metadata change is made at once.
-	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1"}))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1"}))
 	f.sync("node-a")
 	wantWrites(t, f, "update nodes")
 }
 
 func TestWritesAgainstTheVersionItWroteWhileTheInformerIsBehind(t *testing.T) {
 	f := newFixture(t)
-	f.add(f.bindings, binding())
-	f.add(f.policies, policy("all", testNow.Add(-time.Hour)))
-	f.add(f.physicalNodes, physicalNode("node-a", nil))
+	fixtures.MustAdd(f.t, f.bindings, binding())
+	fixtures.MustAdd(f.t, f.policies, policy("all", testNow.Add(-time.Hour)))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", nil))
 
 	// The informer has not seen the created node: no second create.
 	f.syncUnseen("node-a")
 	wantWrites(t, f, "create nodes")
-	f.add(f.foreignPods, foreignPod("a", "node-a", "1", corev1.PodRunning))
+	fixtures.MustAdd(f.t, f.foreignPods, foreignPod("a", "node-a", "1", corev1.PodRunning))
 	f.syncUnseen("node-a")
 	wantWrites(t, f, "patch nodes/status")
 	wantCPU(t, f, "7")
@@ -86,7 +88,7 @@ func TestWritesAgainstTheVersionItWroteWhileTheInformerIsBehind(t *testing.T) {
 	// refuse with 409 Conflict.
 	f.refreshVirtualNodes()
 	listed := f.virtualNode(vnode).ResourceVersion
-	f.add(f.foreignPods, foreignPod("b", "node-a", "2", corev1.PodRunning))
+	fixtures.MustAdd(f.t, f.foreignPods, foreignPod("b", "node-a", "2", corev1.PodRunning))
 	f.syncUnseen("node-a")
 	wantWrites(t, f, "patch nodes/status")
 	wantCPU(t, f, "5")
@@ -96,7 +98,7 @@ func TestWritesAgainstTheVersionItWroteWhileTheInformerIsBehind(t *testing.T) {
 		return false, nil, nil
 	})
 	latest := f.virtualNode(vnode).ResourceVersion
-	f.add(f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1"}))
+	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode("node-a", map[string]string{"zone": "z1"}))
 	f.syncUnseen("node-a")
 	wantWrites(t, f, "update nodes")
 	if sentVersion != latest || sentVersion == listed {

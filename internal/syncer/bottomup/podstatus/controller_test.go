@@ -18,6 +18,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -165,15 +166,15 @@ func TestRunEndToEnd(t *testing.T) {
 	})
 
 	wantWrites := []string{"update pods/status"}
-	if got := verbs(writes(virtualKube.Actions())); !slices.Equal(got, wantWrites) {
+	if got := fixtures.Verbs(fixtures.Writes(virtualKube.Actions())); !slices.Equal(got, wantWrites) {
 		t.Errorf("virtual writes = %v, want %v", got, wantWrites)
 	}
 	time.Sleep(10 * resync)
-	if got := verbs(writes(virtualKube.Actions())); !slices.Equal(got, wantWrites) {
+	if got := fixtures.Verbs(fixtures.Writes(virtualKube.Actions())); !slices.Equal(got, wantWrites) {
 		t.Errorf("after resyncs, virtual writes = %v, want still %v", got, wantWrites)
 	}
-	if got := writes(physicalKube.Actions()); len(got) != 0 {
-		t.Errorf("physical writes = %v, want none", verbs(got))
+	if got := fixtures.Writes(physicalKube.Actions()); len(got) != 0 {
+		t.Errorf("physical writes = %v, want none", fixtures.Verbs(got))
 	}
 
 	if err := pods.Delete(ctx, virtualName, metav1.DeleteOptions{}); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 func withAnnotation(pod *corev1.Pod, key, value string) *corev1.Pod {
@@ -126,11 +127,11 @@ func TestReconcileDeletes(t *testing.T) {
 			if err := f.reconcile(t); err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
-			if got := verbs(f.virtualKube.Actions()); !slices.Equal(got, tt.wantVirtual) {
+			if got := fixtures.Verbs(f.virtualKube.Actions()); !slices.Equal(got, tt.wantVirtual) {
 				t.Errorf("virtual actions = %v, want %v", got, tt.wantVirtual)
 			}
 			assertDeleted(t, f.physicalKube.Actions(), tt.wantDelete)
-			events := f.events()
+			events := fixtures.Events(f.recorder)
 			switch {
 			case tt.wantEvent == "" && len(events) > 0:
 				t.Errorf("unexpected events %v", events)
@@ -147,12 +148,12 @@ func assertDeleted(t *testing.T, actions []clienttesting.Action, want bool) {
 	t.Helper()
 	if !want {
 		if len(actions) != 0 {
-			t.Errorf("physical actions = %v, want none", verbs(actions))
+			t.Errorf("physical actions = %v, want none", fixtures.Verbs(actions))
 		}
 		return
 	}
 	if len(actions) != 1 || actions[0].GetVerb() != "delete" {
-		t.Fatalf("physical actions = %v, want one delete", verbs(actions))
+		t.Fatalf("physical actions = %v, want one delete", fixtures.Verbs(actions))
 	}
 	del := actions[0].(clienttesting.DeleteAction)
 	if del.GetName() != physicalName || del.GetNamespace() != mountNS {
@@ -197,7 +198,7 @@ func TestReconcileIgnores(t *testing.T) {
 				t.Fatalf("reconcile: %v", err)
 			}
 			if all := append(f.physicalKube.Actions(), f.virtualKube.Actions()...); len(all) != 0 {
-				t.Errorf("actions = %v, want none", verbs(all))
+				t.Errorf("actions = %v, want none", fixtures.Verbs(all))
 			}
 		})
 	}
@@ -226,7 +227,7 @@ func TestReconcileUnreachableVirtualClusterNeverDeletes(t *testing.T) {
 				t.Fatal("reconcile succeeded, want the error so the key is retried")
 			}
 			assertDeleted(t, f.physicalKube.Actions(), false)
-			if events := f.events(); len(events) > 0 {
+			if events := fixtures.Events(f.recorder); len(events) > 0 {
 				t.Errorf("unexpected events %v", events)
 			}
 		})
@@ -250,7 +251,7 @@ func TestReconcileDeleteRaces(t *testing.T) {
 			if err := f.reconcile(t); err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
-			if events := f.events(); len(events) > 0 {
+			if events := fixtures.Events(f.recorder); len(events) > 0 {
 				t.Errorf("no pod was deleted, yet events %v", events)
 			}
 		})

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -19,6 +18,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -104,10 +104,10 @@ func newFixture(t *testing.T, physical, cached, live []*corev1.Pod) *fixture {
 	f.physicalPods = physicalInformer.Informer().GetIndexer()
 	f.virtualPods = virtualInformer.Informer().GetIndexer()
 	for _, pod := range physical {
-		mustAdd(t, f.physicalPods, pod)
+		fixtures.MustAdd(t, f.physicalPods, pod.DeepCopy())
 	}
 	for _, pod := range cached {
-		mustAdd(t, f.virtualPods, pod)
+		fixtures.MustAdd(t, f.virtualPods, pod.DeepCopy())
 	}
 	c, err := New(Options{
 		ClusterID:      testClusterID,
@@ -135,13 +135,6 @@ func objects(pods []*corev1.Pod) []runtime.Object {
 	return objs
 }
 
-func mustAdd(t *testing.T, indexer cache.Indexer, pod *corev1.Pod) {
-	t.Helper()
-	if err := indexer.Add(pod.DeepCopy()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func (f *fixture) reconcile(t *testing.T) error {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
@@ -166,45 +159,7 @@ func (f *fixture) reconcileResult(t *testing.T) controller.Result {
 	return result
 }
 
-// verbs lists the actions of a fake client as "verb resource[/subresource]".
-func verbs(actions []clienttesting.Action) []string {
-	var out []string
-	for _, a := range actions {
-		s := a.GetVerb() + " " + a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			s += "/" + a.GetSubresource()
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// writes are the actions other than reads.
-func writes(actions []clienttesting.Action) []clienttesting.Action {
-	var out []clienttesting.Action
-	for _, a := range actions {
-		switch a.GetVerb() {
-		case "get", "list", "watch":
-		default:
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 func (f *fixture) clearActions() {
 	f.physicalKube.ClearActions()
 	f.virtualKube.ClearActions()
-}
-
-func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
 }

@@ -15,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 )
 
 // TestReconcileSyncsStatusAndUID follows a pod from Pending to Running:
@@ -26,7 +27,7 @@ func TestReconcileSyncsStatusAndUID(t *testing.T) {
 		t.Fatalf("reconcile: %v", err)
 	}
 	actions := f.virtualKube.Actions()
-	if got, want := verbs(actions), []string{"update pods/status"}; !slices.Equal(got, want) {
+	if got, want := fixtures.Verbs(actions), []string{"update pods/status"}; !slices.Equal(got, want) {
 		t.Fatalf("virtual actions = %v, want %v", got, want)
 	}
 	assertDeleted(t, f.physicalKube.Actions(), false)
@@ -57,11 +58,11 @@ func TestReconcileSyncsStatusAndUID(t *testing.T) {
 		if err := f.reconcile(t); err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
-		if w := append(writes(f.virtualKube.Actions()), f.physicalKube.Actions()...); len(w) != 0 {
-			t.Errorf("second reconcile wrote %v", verbs(w))
+		if w := append(fixtures.Writes(f.virtualKube.Actions()), f.physicalKube.Actions()...); len(w) != 0 {
+			t.Errorf("second reconcile wrote %v", fixtures.Verbs(w))
 		}
 		if r := f.virtualKube.Actions(); len(r) != 0 {
-			t.Errorf("second reconcile read the live cluster: %v", verbs(r))
+			t.Errorf("second reconcile read the live cluster: %v", fixtures.Verbs(r))
 		}
 	}
 }
@@ -84,7 +85,7 @@ func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
 		if err := f.reconcile(t); err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
-		if got, want := verbs(f.virtualKube.Actions()), []string{"update pods/status"}; !slices.Equal(got, want) {
+		if got, want := fixtures.Verbs(f.virtualKube.Actions()), []string{"update pods/status"}; !slices.Equal(got, want) {
 			t.Errorf("virtual actions = %v, want %v", got, want)
 		}
 	})
@@ -95,7 +96,7 @@ func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
 			t.Fatalf("reconcile: %v", err)
 		}
 		actions := f.virtualKube.Actions()
-		if got, want := verbs(actions), []string{"update pods/status"}; !slices.Equal(got, want) {
+		if got, want := fixtures.Verbs(actions), []string{"update pods/status"}; !slices.Equal(got, want) {
 			t.Fatalf("virtual actions = %v, want %v", got, want)
 		}
 		written := actions[0].(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
@@ -109,7 +110,7 @@ func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
 		if err := f.reconcile(t); err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
-		if got, want := verbs(f.virtualKube.Actions()), []string{"update pods/status"}; !slices.Equal(got, want) {
+		if got, want := fixtures.Verbs(f.virtualKube.Actions()), []string{"update pods/status"}; !slices.Equal(got, want) {
 			t.Errorf("virtual actions = %v, want %v", got, want)
 		}
 		assertDeleted(t, f.physicalKube.Actions(), false)
@@ -149,7 +150,7 @@ func TestReconcileWriteRaces(t *testing.T) {
 func TestReconcileWaitsForTheCache(t *testing.T) {
 	expectVirtual := func(t *testing.T, f *fixture, want ...string) {
 		t.Helper()
-		if got := verbs(f.virtualKube.Actions()); !slices.Equal(got, want) {
+		if got := fixtures.Verbs(f.virtualKube.Actions()); !slices.Equal(got, want) {
 			t.Errorf("virtual actions = %v, want %v", got, want)
 		}
 		f.clearActions()
@@ -246,7 +247,7 @@ func TestReconcileRecordsTheUIDWithTheFirstReport(t *testing.T) {
 		if len(actions) == 0 {
 			return nil, false
 		}
-		if got := verbs(actions); !slices.Equal(got, []string{"update pods/status"}) {
+		if got := fixtures.Verbs(actions); !slices.Equal(got, []string{"update pods/status"}) {
 			t.Fatalf("virtual actions = %v, want one status write", got)
 		}
 		pod := actions[0].(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
