@@ -8,6 +8,14 @@
 // finishes a deleted virtual pod once its physical pod is gone. A virtual
 // pod whose physical pod vanished is marked Failed.
 //
+// The concerns it calls on live beside it: package preflight judges a pod
+// before anything of it is made (Pod Security, host ports, volume sources,
+// DaemonSets, the lender's allowances) and remembers the pods refused;
+// package podidentity makes and renews the token Secret that gives the
+// physical pod the virtual pod's identity; package podspec computes the
+// physical pod and the patches that keep it in step; package nametaken
+// writes the binding's condition on physical names taken by others.
+//
 // The bottom-up pod-status controller does the rest of the round trip:
 // physical status and UID back to the virtual pod, and deletion of physical
 // pods whose virtual pod is gone.
