@@ -14,6 +14,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/nodeowner"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -77,7 +78,7 @@ func (c *Controller) mirror(current *storagev1.CSINode, node *corev1.Node, drive
 		csiNode.Annotations = map[string]string{}
 	}
 	naming.SetPhysicalNodeName(csiNode.Labels, csiNode.Annotations, naming.PhysicalNodeNameOf(node))
-	csiNode.OwnerReferences = withNodeOwner(csiNode.OwnerReferences, node)
+	csiNode.OwnerReferences = nodeowner.Set(csiNode.OwnerReferences, node)
 	var complete bool
 	csiNode.Spec.Drivers, complete = stepTowards(csiNode.Spec.Drivers, drivers, allocatableMutable)
 	return csiNode, complete
@@ -104,21 +105,6 @@ func stepTowards(current, desired []storagev1.CSINodeDriver, allocatableMutable 
 func changeableInPlace(from, to storagev1.CSINodeDriver, allocatableMutable bool) bool {
 	return from.NodeID == to.NodeID && slices.Equal(from.TopologyKeys, to.TopologyKeys) &&
 		(allocatableMutable || equality.Semantic.DeepEqual(from.Allocatable, to.Allocatable))
-}
-
-// withNodeOwner points the Node owner reference at node, so the garbage
-// collector removes the mirror with the virtual node, replacing a reference
-// to an earlier node of the same name.
-func withNodeOwner(refs []metav1.OwnerReference, node *corev1.Node) []metav1.OwnerReference {
-	want := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
-	for _, ref := range refs {
-		if ref.APIVersion == want.APIVersion && ref.Kind == want.Kind && ref.Name == want.Name {
-			continue
-		}
-		out = append(out, ref)
-	}
-	return append(out, want)
 }
 
 func (c *Controller) createMirror(ctx context.Context, node *corev1.Node, csiNode *storagev1.CSINode) error {

@@ -15,6 +15,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
+	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/nodeowner"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -136,7 +137,7 @@ func (c *Controller) desiredLease(current *coordinationv1.Lease, node *corev1.No
 	}
 	lease.Labels[kubeoceanv1alpha1.LabelManagedBy] = kubeoceanv1alpha1.ManagedByKubeocean
 	lease.Labels[kubeoceanv1alpha1.LabelClusterID] = c.clusterID
-	lease.OwnerReferences = withNodeOwner(lease.OwnerReferences, node)
+	lease.OwnerReferences = nodeowner.Set(lease.OwnerReferences, node)
 	lease.Spec.HolderIdentity = ptr.To(node.Name)
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32(c.leaseDuration / time.Second))
 	if renew {
@@ -147,21 +148,6 @@ func (c *Controller) desiredLease(current *coordinationv1.Lease, node *corev1.No
 		}
 	}
 	return lease
-}
-
-// withNodeOwner points the Node owner reference at node, replacing one to an
-// earlier node of the same name: the garbage collector would delete a Lease
-// whose owner UID no longer exists.
-func withNodeOwner(refs []metav1.OwnerReference, node *corev1.Node) []metav1.OwnerReference {
-	want := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
-	for _, ref := range refs {
-		if ref.APIVersion == want.APIVersion && ref.Kind == want.Kind && ref.Name == want.Name {
-			continue
-		}
-		out = append(out, ref)
-	}
-	return append(out, want)
 }
 
 func (c *Controller) createLease(ctx context.Context, lease *coordinationv1.Lease) (controller.Result, error) {

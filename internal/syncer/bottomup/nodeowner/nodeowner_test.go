@@ -1,0 +1,36 @@
+package nodeowner
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestSet(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vnode", UID: "uid-now"}}
+	current := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "vnode", UID: "uid-now"}
+	other := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "vnode", UID: "ds"}
+	otherNode := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "elsewhere", UID: "uid-elsewhere"}
+	for _, tc := range []struct {
+		name string
+		refs []metav1.OwnerReference
+		want []metav1.OwnerReference
+	}{
+		{"none", nil, []metav1.OwnerReference{current}},
+		{"already", []metav1.OwnerReference{current}, []metav1.OwnerReference{current}},
+		{"earlier node of the name", []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "vnode", UID: "uid-before"}}, []metav1.OwnerReference{current}},
+		{"others stay", []metav1.OwnerReference{other, otherNode}, []metav1.OwnerReference{other, otherNode, current}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := slices.Clone(tc.refs)
+			if got := Set(tc.refs, node); !slices.Equal(got, tc.want) {
+				t.Errorf("Set(%+v) = %+v, want %+v", tc.refs, got, tc.want)
+			}
+			if !slices.Equal(tc.refs, before) {
+				t.Errorf("Set changed its argument to %+v", tc.refs)
+			}
+		})
+	}
+}
