@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	podsync "github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
 )
 
 // syncLatency times the two hops a user waits for, from the informers'
@@ -85,7 +84,7 @@ func (l *syncLatency) virtualHandler() cache.ResourceEventHandler {
 		if _, err := l.virtualNodes.Get(pod.Spec.NodeName); err != nil {
 			return // not on one of this binding's virtual nodes
 		}
-		if pod.Status.Reason == podsync.ReasonPhysicalPodLost && old.Status.Reason != podsync.ReasonPhysicalPodLost {
+		if pod.Status.Reason == kubeoceanv1alpha1.ReasonPhysicalPodLost && old.Status.Reason != kubeoceanv1alpha1.ReasonPhysicalPodLost {
 			l.lost.Inc()
 			return
 		}

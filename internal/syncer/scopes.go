@@ -14,7 +14,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 )
 
@@ -107,7 +107,7 @@ func boundSecretsScope(owner ownership.Owner, mountNamespace string) informers.S
 
 // tokenSecretsScope selects the binding's token Secrets, one per synced
 // pod, and keeps each as the pod controller's compact record of it
-// (pod.CompactTokenSecret): whose it is, when it is due, which keys it
+// (podidentity.CompactTokenSecret): whose it is, when it is due, which keys it
 // has. Their values (a token, the virtual CA, identity fields: a few KiB
 // per pod) stay out of the cache; the pod controller renews a Secret by
 // writing every value anew.
@@ -115,7 +115,7 @@ func tokenSecretsScope(owner ownership.Owner, mountNamespace string) informers.S
 	return informers.Scope{
 		Namespace:     mountNamespace,
 		LabelSelector: owner.Selector() + "," + kubeoceanv1alpha1.LabelPodToken + "=true",
-		Slim:          pod.CompactTokenSecret,
+		Slim:          podidentity.CompactTokenSecret,
 		SlimName:      "token-record",
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/compact"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 )
 
@@ -147,13 +147,13 @@ func TestNeedsRestart(t *testing.T) {
 func TestSecretScopesSplitTokensFromCopies(t *testing.T) {
 	owner := ownership.Owner{ClusterID: "cls-a", BindingUID: "binding-uid"}
 	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "p-token",
-		Labels: owner.Stamp(map[string]string{pod.LabelPodToken: "true"})}, Data: map[string][]byte{"token": []byte("t")}}
+		Labels: owner.Stamp(map[string]string{kubeoceanv1alpha1.LabelPodToken: "true"})}, Data: map[string][]byte{"token": []byte("t")}}
 	copied := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mount", Name: "copy", Labels: owner.Stamp(nil)},
 		Data: map[string][]byte{"password": []byte("p")}}
 	other := owner
 	other.BindingUID = "other-binding"
 	othersToken := token.DeepCopy()
-	othersToken.Labels = other.Stamp(map[string]string{pod.LabelPodToken: "true"})
+	othersToken.Labels = other.Stamp(map[string]string{kubeoceanv1alpha1.LabelPodToken: "true"})
 
 	for _, tt := range []struct {
 		scope         informers.Scope
@@ -180,7 +180,7 @@ func TestSecretScopesSplitTokensFromCopies(t *testing.T) {
 	}
 
 	kept, err := tokenSecretsScope(owner, "mount").Slim(token.DeepCopy())
-	if record, ok := kept.(*pod.TokenSecretRecord); err != nil || !ok || record.Keys["token"] != nil || len(record.Keys) != 1 {
+	if record, ok := kept.(*podidentity.TokenSecretRecord); err != nil || !ok || record.Keys["token"] != nil || len(record.Keys) != 1 {
 		t.Errorf("token Secret cached as %#v (%v), want a record of its keys", kept, err)
 	}
 	kept, err = boundSecretsScope(owner, "mount").Slim(copied.DeepCopy())

@@ -14,7 +14,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
-	podsync "github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
 	"github.com/kubeocean/kubeocean/test/stack"
@@ -39,7 +39,7 @@ func TestForgedMappingReachesNoOtherPod(t *testing.T) {
 	victimPod := naming.PhysicalName("team-b", "db-0")
 	physicalPod, err := s.PhysicalKube.CoreV1().Pods(stack.MountNamespace).Get(ctx, victimPod, metav1.GetOptions{})
 	step(t, "get team-b's physical pod", err)
-	tokenSecret, err := s.PhysicalKube.CoreV1().Secrets(stack.MountNamespace).Get(ctx, podsync.TokenSecretName(victimPod), metav1.GetOptions{})
+	tokenSecret, err := s.PhysicalKube.CoreV1().Secrets(stack.MountNamespace).Get(ctx, podidentity.SecretName(victimPod), metav1.GetOptions{})
 	step(t, "get team-b's token Secret", err)
 
 	forged := map[string]string{

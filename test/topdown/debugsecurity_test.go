@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -83,7 +84,7 @@ func TestKubectlDebugSysadminRefusedAtBaseline(t *testing.T) {
 			return false, err
 		}
 		for _, c := range p.Status.Conditions {
-			if c.Type == pod.ConditionEphemeralContainersAllowed {
+			if c.Type == kubeoceanv1alpha1.PodConditionEphemeralContainersAllowed {
 				condition = c
 				return c.Status == corev1.ConditionFalse, fmt.Errorf("condition %+v", c)
 			}
@@ -100,8 +101,8 @@ func TestKubectlDebugSysadminRefusedAtBaseline(t *testing.T) {
 	if n := physicalEphemeralContainerRequests(t) - before; n != 0 {
 		t.Errorf("%d pods/ephemeralcontainers requests reached the physical apiserver, want 0", n)
 	}
-	if n := eventsFor(t, w, ns, "web", pod.ReasonPodSecurityViolation); n != 1 {
-		t.Errorf("%d %s events, want 1", n, pod.ReasonPodSecurityViolation)
+	if n := eventsFor(t, w, ns, "web", kubeoceanv1alpha1.ReasonPodSecurityViolation); n != 1 {
+		t.Errorf("%d %s events, want 1", n, kubeoceanv1alpha1.ReasonPodSecurityViolation)
 	}
 
 	addDebugContainer(t, w, ns, "web", corev1.EphemeralContainer{

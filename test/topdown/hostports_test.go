@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeocean/kubeocean/internal/hostports"
 	"github.com/kubeocean/kubeocean/internal/syncer"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -132,7 +133,7 @@ func TestHostPortsOfForeignPodsSteerTheVirtualScheduler(t *testing.T) {
 	if _, err := w.Virtual.CoreV1().Pods(ns).Create(ctx, pinned, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, c := waitCreatedCondition(t, w, ns, "pinned", corev1.ConditionFalse, pod.ReasonHostPortInUse)
+	_, c := waitCreatedCondition(t, w, ns, "pinned", corev1.ConditionFalse, kubeoceanv1alpha1.ReasonHostPortInUse)
 	t.Logf("condition: %s", c.Message)
 	time.Sleep(3 * time.Second)
 	if physicalPodExists(t, w, ns, "pinned") {
@@ -141,12 +142,12 @@ func TestHostPortsOfForeignPodsSteerTheVirtualScheduler(t *testing.T) {
 	if err := w.Physical.CoreV1().Pods("hp-foreign").Delete(ctx, "web-b", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	waitCreatedCondition(t, w, ns, "pinned", corev1.ConditionTrue, pod.ReasonPhysicalPodCreated)
+	waitCreatedCondition(t, w, ns, "pinned", corev1.ConditionTrue, kubeoceanv1alpha1.ReasonPhysicalPodCreated)
 	if !physicalPodExists(t, w, ns, "pinned") {
 		t.Fatal("the pod is not in the physical cluster once its port is free")
 	}
 	waitPlaceholderPorts(t, w, vnodeB)
-	if n := eventsFor(t, w, ns, "pinned", pod.ReasonHostPortInUse); n != 1 {
-		t.Errorf("%d %s events, want 1", n, pod.ReasonHostPortInUse)
+	if n := eventsFor(t, w, ns, "pinned", kubeoceanv1alpha1.ReasonHostPortInUse); n != 1 {
+		t.Errorf("%d %s events, want 1", n, kubeoceanv1alpha1.ReasonHostPortInUse)
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -121,7 +121,7 @@ func TestTenantMetadataCannotPassForThePhysicalClusters(t *testing.T) {
 		len(list.Items) != 1 || list.Items[0].Name != physical.Name {
 		t.Errorf("the physical pods %s selects: %v, %v; want the probe's", selector, list, err)
 	}
-	token, err := w.Physical.CoreV1().Secrets(w.Mount).Get(ctx, pod.TokenSecretName(physical.Name), metav1.GetOptions{})
+	token, err := w.Physical.CoreV1().Secrets(w.Mount).Get(ctx, podidentity.SecretName(physical.Name), metav1.GetOptions{})
 	if err != nil || string(token.Data["metadata.labels"]) != `app="monitoring"` {
 		t.Errorf("the labels the pod reads: %v (%v), want its own", token, err)
 	}
@@ -171,14 +171,14 @@ func TestRuntimeClassNeedsTheLendersAllowance(t *testing.T) {
 	if _, err := w.Virtual.CoreV1().Pods(ns).Create(ctx, sandboxed, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, condition := waitCreatedCondition(t, w, ns, "sandboxed", corev1.ConditionFalse, pod.ReasonRuntimeClassNotAllowed)
+	_, condition := waitCreatedCondition(t, w, ns, "sandboxed", corev1.ConditionFalse, kubeoceanv1alpha1.ReasonRuntimeClassNotAllowed)
 	if condition == nil || !containsAll(condition.Message, `"gvisor-rtc"`, "runtimeClassNames") {
 		t.Errorf("condition %+v does not name the class and the allowance", condition)
 	}
 	if physicalPodExists(t, w, ns, "sandboxed") {
 		t.Fatal("the physical pod exists")
 	}
-	if n := eventsFor(t, w, ns, "sandboxed", pod.ReasonRuntimeClassNotAllowed); n != 1 {
+	if n := eventsFor(t, w, ns, "sandboxed", kubeoceanv1alpha1.ReasonRuntimeClassNotAllowed); n != 1 {
 		t.Errorf("%d events, want 1", n)
 	}
 

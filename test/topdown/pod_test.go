@@ -30,6 +30,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -95,7 +96,7 @@ func TestPodController(t *testing.T) {
 	e.waitGone(physicalKube, e.mountNS, physicalName)
 	e.waitGone(virtualKube, e.virtualNS, "app")
 	e.poll("token Secret deleted", func(ctx context.Context) (bool, error) {
-		_, err := physicalKube.CoreV1().Secrets(e.mountNS).Get(ctx, pod.TokenSecretName(physicalName), metav1.GetOptions{})
+		_, err := physicalKube.CoreV1().Secrets(e.mountNS).Get(ctx, podidentity.SecretName(physicalName), metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 
@@ -116,8 +117,8 @@ func TestPodController(t *testing.T) {
 		failed = p
 		return err == nil && p.Status.Phase == corev1.PodFailed, err
 	})
-	if failed.Status.Reason != pod.ReasonPhysicalPodLost || !strings.Contains(failed.Status.Message, lostName) {
-		t.Errorf("failed virtual pod: reason %q, message %q; want %s naming %s", failed.Status.Reason, failed.Status.Message, pod.ReasonPhysicalPodLost, lostName)
+	if failed.Status.Reason != kubeoceanv1alpha1.ReasonPhysicalPodLost || !strings.Contains(failed.Status.Message, lostName) {
+		t.Errorf("failed virtual pod: reason %q, message %q; want %s naming %s", failed.Status.Reason, failed.Status.Message, kubeoceanv1alpha1.ReasonPhysicalPodLost, lostName)
 	}
 }
 
@@ -330,7 +331,7 @@ func (e *podEnv) checkPhysicalPod(virtual, physical *corev1.Pod) {
 func (e *podEnv) checkTokenSecret(physicalName string) {
 	t := e.t
 	t.Helper()
-	secret, err := e.physicalKube.CoreV1().Secrets(e.mountNS).Get(e.ctx, pod.TokenSecretName(physicalName), metav1.GetOptions{})
+	secret, err := e.physicalKube.CoreV1().Secrets(e.mountNS).Get(e.ctx, podidentity.SecretName(physicalName), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("token Secret: %v", err)
 	}

@@ -16,7 +16,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -99,7 +98,7 @@ func TestPersistentVolumeSourcesNeedTheLendersAllowance(t *testing.T) {
 	testenv.CreateNamespace(t, w.Virtual, ns)
 
 	claimedVolume(t, w, ns, "root", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}})
-	_, c := waitCreatedCondition(t, w, ns, "root", corev1.ConditionFalse, pod.ReasonVolumeSourceNotAllowed)
+	_, c := waitCreatedCondition(t, w, ns, "root", corev1.ConditionFalse, kubeoceanv1alpha1.ReasonVolumeSourceNotAllowed)
 	for _, want := range []string{`volume "data"`, ns + "/root", "hostPath"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("condition message %q does not name %s", c.Message, want)
@@ -120,7 +119,7 @@ func TestPersistentVolumeSourcesNeedTheLendersAllowance(t *testing.T) {
 	if err != nil || copied.Spec.CSI == nil || copied.Spec.CSI.VolumeHandle != "vol-allowed" {
 		t.Fatalf("copy of the allowed driver's volume: %v (%v)", copied, err)
 	}
-	_, c = waitCreatedCondition(t, w, ns, "other", corev1.ConditionFalse, pod.ReasonVolumeSourceNotAllowed)
+	_, c = waitCreatedCondition(t, w, ns, "other", corev1.ConditionFalse, kubeoceanv1alpha1.ReasonVolumeSourceNotAllowed)
 	if !strings.Contains(c.Message, "other.example.com") {
 		t.Errorf("condition message %q does not name the driver", c.Message)
 	}
@@ -130,15 +129,15 @@ func TestPersistentVolumeSourcesNeedTheLendersAllowance(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	for _, name := range []string{"root", "other"} {
 		nothingPhysicalFor(t, w, ns, name)
-		if n := eventsFor(t, w, ns, name, pod.ReasonVolumeSourceNotAllowed); n != 1 {
-			t.Errorf("%s: %d %s events, want 1", name, n, pod.ReasonVolumeSourceNotAllowed)
+		if n := eventsFor(t, w, ns, name, kubeoceanv1alpha1.ReasonVolumeSourceNotAllowed); n != 1 {
+			t.Errorf("%s: %d %s events, want 1", name, n, kubeoceanv1alpha1.ReasonVolumeSourceNotAllowed)
 		}
 	}
 
 	w.UpdatePolicy(t, w.Binding, func(p *kubeoceanv1alpha1.ResourceLeasingPolicy) {
 		p.Spec.Allowances.VolumeSources = []string{"hostPath"}
 	})
-	_, c = waitCreatedCondition(t, w, ns, "root", corev1.ConditionFalse, pod.ReasonPodSecurityViolation)
+	_, c = waitCreatedCondition(t, w, ns, "root", corev1.ConditionFalse, kubeoceanv1alpha1.ReasonPodSecurityViolation)
 	if !strings.Contains(c.Message, "hostPath volumes") || !strings.Contains(c.Message, `"data"`) {
 		t.Errorf("condition message %q does not name the hostPath volume data", c.Message)
 	}

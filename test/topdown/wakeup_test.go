@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeocean/kubeocean/internal/naming"
-	toppod "github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -41,7 +42,7 @@ func TestPodStartsWhenItsConfigMapAppears(t *testing.T) {
 			return false, err
 		}
 		for _, c := range p.Status.Conditions {
-			if c.Type == toppod.ConditionDependenciesReady && c.Status == corev1.ConditionFalse {
+			if c.Type == kubeoceanv1alpha1.PodConditionDependenciesReady && c.Status == corev1.ConditionFalse {
 				return true, nil
 			}
 		}

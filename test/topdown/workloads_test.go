@@ -18,7 +18,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
 	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -43,14 +42,14 @@ func waitCreatedCondition(t *testing.T, w *testenv.SyncerWorld, ns, name string,
 	t.Helper()
 	var p *corev1.Pod
 	var found *corev1.PodCondition
-	testenv.WaitFor(t, 60*time.Second, fmt.Sprintf("%s/%s has %s=%s (%s)", ns, name, pod.ConditionPhysicalPodCreated, status, reason), func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, 60*time.Second, fmt.Sprintf("%s/%s has %s=%s (%s)", ns, name, kubeoceanv1alpha1.PodConditionPhysicalPodCreated, status, reason), func(ctx context.Context) (bool, error) {
 		var err error
 		p, err = w.Virtual.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		for i := range p.Status.Conditions {
-			if c := &p.Status.Conditions[i]; c.Type == pod.ConditionPhysicalPodCreated {
+			if c := &p.Status.Conditions[i]; c.Type == kubeoceanv1alpha1.PodConditionPhysicalPodCreated {
 				found = c
 				return c.Status == status && c.Reason == reason, fmt.Errorf("condition %+v", *c)
 			}
@@ -128,7 +127,7 @@ func TestPodSecurityKeepsPhysicalNodesClosed(t *testing.T) {
 
 	versions := map[string]string{}
 	for name, e := range escapes {
-		p, c := waitCreatedCondition(t, w, ns, name, corev1.ConditionFalse, pod.ReasonPodSecurityViolation)
+		p, c := waitCreatedCondition(t, w, ns, name, corev1.ConditionFalse, kubeoceanv1alpha1.ReasonPodSecurityViolation)
 		if !strings.Contains(c.Message, `"baseline:latest"`) || !strings.Contains(c.Message, e.check) {
 			t.Errorf("%s: condition message %q does not name baseline and %q", name, c.Message, e.check)
 		}
@@ -144,8 +143,8 @@ func TestPodSecurityKeepsPhysicalNodesClosed(t *testing.T) {
 		if physicalPodExists(t, w, ns, name) {
 			t.Errorf("%s: exists in the physical cluster", name)
 		}
-		if n := eventsFor(t, w, ns, name, pod.ReasonPodSecurityViolation); n != 1 {
-			t.Errorf("%s: %d %s events, want 1", name, n, pod.ReasonPodSecurityViolation)
+		if n := eventsFor(t, w, ns, name, kubeoceanv1alpha1.ReasonPodSecurityViolation); n != 1 {
+			t.Errorf("%s: %d %s events, want 1", name, n, kubeoceanv1alpha1.ReasonPodSecurityViolation)
 		}
 		p, err := w.Virtual.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -168,7 +167,7 @@ func TestPodSecurityKeepsPhysicalNodesClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name := range escapes {
-		waitCreatedCondition(t, w, ns, name, corev1.ConditionTrue, pod.ReasonPhysicalPodCreated)
+		waitCreatedCondition(t, w, ns, name, corev1.ConditionTrue, kubeoceanv1alpha1.ReasonPhysicalPodCreated)
 		if !physicalPodExists(t, w, ns, name) {
 			t.Errorf("%s: not in the physical cluster once the level allows it", name)
 		}
@@ -214,7 +213,7 @@ func TestQuotaRefusalShowsAndRetriesOnQuotaChange(t *testing.T) {
 	if _, err := w.Virtual.CoreV1().Pods(ns).Create(ctx, workload(ns, "app", "cls-quota", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, c := waitCreatedCondition(t, w, ns, "app", corev1.ConditionFalse, pod.ReasonPhysicalPodRejected)
+	_, c := waitCreatedCondition(t, w, ns, "app", corev1.ConditionFalse, kubeoceanv1alpha1.ReasonPhysicalPodRejected)
 	if !strings.Contains(c.Message, "exceeded quota: pods") {
 		t.Errorf("condition message %q does not carry the physical refusal", c.Message)
 	}
@@ -228,15 +227,15 @@ func TestQuotaRefusalShowsAndRetriesOnQuotaChange(t *testing.T) {
 	if physicalPodExists(t, w, ns, "app") {
 		t.Fatal("the refused pod exists in the physical cluster")
 	}
-	if n := eventsFor(t, w, ns, "app", pod.ReasonPhysicalPodRejected); n != 1 {
-		t.Errorf("%d %s events, want 1", n, pod.ReasonPhysicalPodRejected)
+	if n := eventsFor(t, w, ns, "app", kubeoceanv1alpha1.ReasonPhysicalPodRejected); n != 1 {
+		t.Errorf("%d %s events, want 1", n, kubeoceanv1alpha1.ReasonPhysicalPodRejected)
 	}
 
 	setPods("5")
 	testenv.WaitFor(t, 30*time.Second, "the pod is created once the quota allows it", func(ctx context.Context) (bool, error) {
 		return physicalPodExists(t, w, ns, "app"), nil
 	})
-	waitCreatedCondition(t, w, ns, "app", corev1.ConditionTrue, pod.ReasonPhysicalPodCreated)
+	waitCreatedCondition(t, w, ns, "app", corev1.ConditionTrue, kubeoceanv1alpha1.ReasonPhysicalPodCreated)
 	t.Logf("refused pod creates in all: %d", refusedPodCreates(t)-refusedBefore)
 }
 
@@ -280,7 +279,7 @@ func TestDaemonSetPodsStayOffPhysicalCluster(t *testing.T) {
 		agent = &list.Items[0]
 		return len(list.Items) == 1 && agent.Spec.NodeName == w.VirtualNode("ds-node"), fmt.Errorf("%d pods, first on %q", len(list.Items), agent.Spec.NodeName)
 	})
-	agent, c := waitCreatedCondition(t, w, ns, agent.Name, corev1.ConditionFalse, pod.ReasonDaemonSetPodNotSynced)
+	agent, c := waitCreatedCondition(t, w, ns, agent.Name, corev1.ConditionFalse, kubeoceanv1alpha1.ReasonDaemonSetPodNotSynced)
 	if !strings.Contains(c.Message, "--sync-daemonset-pods") {
 		t.Errorf("condition message %q does not say how to allow it", c.Message)
 	}
@@ -308,7 +307,7 @@ func TestDaemonSetPodsStayOffPhysicalCluster(t *testing.T) {
 	if p := list.Items[0]; p.Status.Phase != corev1.PodPending {
 		t.Errorf("phase %s, want Pending", p.Status.Phase)
 	}
-	if n := eventsFor(t, w, ns, agent.Name, pod.ReasonDaemonSetPodNotSynced); n != 1 {
-		t.Errorf("%d %s events, want 1", n, pod.ReasonDaemonSetPodNotSynced)
+	if n := eventsFor(t, w, ns, agent.Name, kubeoceanv1alpha1.ReasonDaemonSetPodNotSynced); n != 1 {
+		t.Errorf("%d %s events, want 1", n, kubeoceanv1alpha1.ReasonDaemonSetPodNotSynced)
 	}
 }

@@ -111,7 +111,7 @@ func TestPredecessorPhysicalPodAdopted(t *testing.T) {
 func TestPredecessorTokenSecretOurs(t *testing.T) {
 	earlier := ownership.Owner{ClusterID: testClusterID, BindingUID: earlierBinding}
 	secret := tokenSecret(virtualUID, now)
-	secret.Labels = earlier.Stamp(map[string]string{LabelPodToken: "true"})
+	secret.Labels = earlier.Stamp(map[string]string{kubeoceanv1alpha1.LabelPodToken: "true"})
 	predecessors := predecessorsWhere()
 	c := podidentity.New(podidentity.Options{Owner: testOwner, Predecessors: predecessors})
 	if c.Ours(secret, virtualUID) {

@@ -42,13 +42,13 @@ func TestSpecNotAllowed(t *testing.T) {
 		name, reason, mentions string
 		pod                    *corev1.Pod
 	}{
-		{"runtime class", ReasonRuntimeClassNotAllowed, `"gvisor"`,
+		{"runtime class", kubeoceanv1alpha1.ReasonRuntimeClassNotAllowed, `"gvisor"`,
 			func() *corev1.Pod { p := boundPod(); p.Spec.RuntimeClassName = ptr.To("gvisor"); return p }()},
-		{"cluster trust bundle", ReasonVolumeSourceNotSupported, `"bundle" projects a clusterTrustBundle`,
+		{"cluster trust bundle", kubeoceanv1alpha1.ReasonVolumeSourceNotSupported, `"bundle" projects a clusterTrustBundle`,
 			withProjection(boundPod(), corev1.VolumeProjection{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: ptr.To("physical-ca"), Path: "ca"}})},
-		{"pod certificate", ReasonVolumeSourceNotSupported, `"bundle" projects a podCertificate`,
+		{"pod certificate", kubeoceanv1alpha1.ReasonVolumeSourceNotSupported, `"bundle" projects a podCertificate`,
 			withProjection(boundPod(), corev1.VolumeProjection{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/signer", KeyType: "ED25519"}})},
-		{"a source this version does not know", ReasonVolumeSourceNotSupported, `"bundle" projects a unknown`,
+		{"a source this version does not know", kubeoceanv1alpha1.ReasonVolumeSourceNotSupported, `"bundle" projects a unknown`,
 			withProjection(boundPod(), corev1.VolumeProjection{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,8 +79,8 @@ func TestRuntimeClassAllowed(t *testing.T) {
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(pod, "")}})
 	allowFixture(t, f, &kubeoceanv1alpha1.WorkloadAllowances{RuntimeClassNames: []string{"kata"}})
 	f.mustReconcile()
-	if c := createdCondition(f.virtualPod()); c == nil || c.Reason != ReasonRuntimeClassNotAllowed {
-		t.Fatalf("condition = %+v, want %s for a class the policy does not list", c, ReasonRuntimeClassNotAllowed)
+	if c := createdCondition(f.virtualPod()); c == nil || c.Reason != kubeoceanv1alpha1.ReasonRuntimeClassNotAllowed {
+		t.Fatalf("condition = %+v, want %s for a class the policy does not list", c, kubeoceanv1alpha1.ReasonRuntimeClassNotAllowed)
 	}
 	allowFixture(t, f, &kubeoceanv1alpha1.WorkloadAllowances{RuntimeClassNames: []string{"kata", "gvisor"}})
 	f.syncCaches()

@@ -43,7 +43,7 @@ type VirtualClient interface {
 //
 // Of the pods and Secrets that Create, Update and UpdateStatus return, on
 // either client, the controller reads the metadata only: the syncer's
-// clients ask the API servers for nothing more (package leanwrite).
+// clients ask the API servers for nothing more (compact.LeanWrites).
 type PhysicalClient interface {
 	corev1client.PodsGetter
 	corev1client.SecretsGetter
@@ -86,7 +86,7 @@ type Options struct {
 	// binding's identity (ownership.Owner.Selector), so that another
 	// binding's objects in the same namespace are not even cached.
 	// PhysicalSecrets holds the token Secrets it made (label
-	// LabelPodToken), transformed by CompactTokenSecret: the controller
+	// kubeoceanv1alpha1.LabelPodToken), transformed by CompactTokenSecret: the controller
 	// reads them through the informer's store, never through its Lister.
 	PhysicalPods    corev1informers.PodInformer
 	PhysicalSecrets corev1informers.SecretInformer
@@ -123,11 +123,11 @@ type Options struct {
 	// retries the pods refused. Optional.
 	ResourceQuotas corev1informers.ResourceQuotaInformer
 	// SyncDaemonSetPods lets pods of DaemonSets run on virtual nodes. Off,
-	// they stay Pending with ConditionPhysicalPodCreated False.
+	// they stay Pending with kubeoceanv1alpha1.PodConditionPhysicalPodCreated False.
 	SyncDaemonSetPods bool
 	// HostPorts tells the host ports bound on physical nodes by pods
 	// Kubeocean does not run: a pod asking for one of them on its node is
-	// not created (ConditionPhysicalPodCreated False, ReasonHostPortInUse)
+	// not created (kubeoceanv1alpha1.PodConditionPhysicalPodCreated False, kubeoceanv1alpha1.ReasonHostPortInUse)
 	// until it is freed. Optional.
 	HostPorts preflight.HostPorts
 	// Allowances say what the lender lets the binding's pods use beyond
@@ -144,16 +144,16 @@ type Options struct {
 	// Predecessors, optional, proves earlier bindings of this one by the
 	// physical pods they made for the virtual pods here (see
 	// ownership.Predecessors); such pods and token Secrets are adopted.
-	// Without it they block the pod (ReasonPhysicalPodNameTaken).
+	// Without it they block the pod (kubeoceanv1alpha1.ReasonPhysicalPodNameTaken).
 	Predecessors *ownership.Predecessors
 	// BindingName and BindingStatus, optional, let the controller write the
 	// binding's PhysicalNamesTaken condition.
 	BindingName   string
-	BindingStatus BindingStatusWriter
+	BindingStatus nametaken.BindingStatusWriter
 	// Network, optional, gives pods the binding's DNS server and the
-	// service variables of their namespace's mirrors (see Network).
+	// service variables of their namespace's mirrors (see podspec.Network).
 	// Without it they keep the physical cluster's resolver.
-	Network Network
+	Network podspec.Network
 }
 
 // Controller reconciles virtual pods, keyed by namespace/name.
@@ -167,7 +167,7 @@ type Controller struct {
 	blocked        *nametaken.Condition
 	mountNamespace string
 	apiServer      *podspec.APIServer
-	network        Network
+	network        podspec.Network
 
 	virtualClient   VirtualClient
 	physicalClient  PhysicalClient

@@ -70,7 +70,7 @@ func TestEventKeys(t *testing.T) {
 		t.Errorf("isManagedPod wrong")
 	}
 	foreignSecret := tokenSecret(virtualUID, now)
-	delete(foreignSecret.Labels, LabelPodToken)
+	delete(foreignSecret.Labels, kubeoceanv1alpha1.LabelPodToken)
 	if !c.identity.IsTokenSecret(tokenSecret(virtualUID, now)) || c.identity.IsTokenSecret(foreignSecret) {
 		t.Errorf("isTokenSecret wrong")
 	}

@@ -58,7 +58,7 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 		// Admission, quota or validation: the same pod meets the same
 		// answer until it, the mount namespace's labels or its quotas
 		// change, each of which brings it back.
-		return c.refuse(ctx, virtual, preflight.Refusal{Reason: ReasonPhysicalPodRejected, Message: "The physical cluster refused the pod: " + err.Error()})
+		return c.refuse(ctx, virtual, preflight.Refusal{Reason: kubeoceanv1alpha1.ReasonPhysicalPodRejected, Message: "The physical cluster refused the pod: " + err.Error()})
 	case err != nil:
 		return controller.Result{}, fmt.Errorf("creating physical pod %s/%s: %w", c.mountNamespace, m.name, asWebhookFailure(err))
 	}
@@ -201,7 +201,7 @@ func (c *Controller) checkNameTaken(ctx context.Context, virtual *corev1.Pod, m 
 	}
 	err = fmt.Errorf("physical pod %s/%s exists and was not made by Kubeocean for this binding%s", c.mountNamespace, m.name, why)
 	c.blocked.Note(ctx, controller.ObjectKey(virtual), fmt.Sprintf("physical pod %s/%s%s", c.mountNamespace, m.name, blockerOrForeign(why)))
-	c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPhysicalPodNameTaken, err.Error())
+	c.recorder.Event(virtual, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonPhysicalPodNameTaken, err.Error())
 	klog.FromContext(ctx).Error(err, "Pod cannot be created until the foreign physical pod is removed", "recheckAfter", conflictRecheck)
 	return controller.RequeueAfter(conflictRecheck), nil
 }

@@ -160,9 +160,9 @@ func TestLostPhysicalPodFailsVirtualPod(t *testing.T) {
 	assertWrites(t, f, "physical delete secrets", "virtual update pods/status")
 
 	failed := f.virtualPod()
-	if failed.Status.Phase != corev1.PodFailed || failed.Status.Reason != ReasonPhysicalPodLost ||
+	if failed.Status.Phase != corev1.PodFailed || failed.Status.Reason != kubeoceanv1alpha1.ReasonPhysicalPodLost ||
 		!strings.Contains(failed.Status.Message, "no longer exists") || !strings.Contains(failed.Status.Message, physicalName) {
-		t.Errorf("status = %s %s %q, want Failed %s naming the physical pod", failed.Status.Phase, failed.Status.Reason, failed.Status.Message, ReasonPhysicalPodLost)
+		t.Errorf("status = %s %s %q, want Failed %s naming the physical pod", failed.Status.Phase, failed.Status.Reason, failed.Status.Message, kubeoceanv1alpha1.ReasonPhysicalPodLost)
 	}
 	if s := failed.Status.ContainerStatuses[0]; s.State.Terminated == nil || s.Ready {
 		t.Errorf("container status = %+v, want terminated and not ready", s)
@@ -170,8 +170,8 @@ func TestLostPhysicalPodFailsVirtualPod(t *testing.T) {
 	if c := findCondition(failed.Status.Conditions, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
 		t.Errorf("Ready condition = %+v, want False", c)
 	}
-	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+ReasonPhysicalPodLost) {
-		t.Errorf("events = %v, want one Warning %s", events, ReasonPhysicalPodLost)
+	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+kubeoceanv1alpha1.ReasonPhysicalPodLost) {
+		t.Errorf("events = %v, want one Warning %s", events, kubeoceanv1alpha1.ReasonPhysicalPodLost)
 	}
 
 	f.syncCaches()
@@ -225,7 +225,7 @@ func TestDeletionOfPodMappedElsewhere(t *testing.T) {
 			physical := physicalFor(virtual)
 			physical.Namespace = oldMount
 			secret := tokenSecret(virtualUID, now)
-			secret.Namespace, secret.Labels = oldMount, tc.secretOwner.Stamp(map[string]string{LabelPodToken: "true"})
+			secret.Namespace, secret.Labels = oldMount, tc.secretOwner.Stamp(map[string]string{kubeoceanv1alpha1.LabelPodToken: "true"})
 			f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, livePhysical: []runtime.Object{physical, secret}})
 			f.mustReconcile()
 			assertWrites(t, f, tc.wantWrites...)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
@@ -86,10 +88,10 @@ func (c *Controller) resolveDependencies(ctx context.Context, virtual *corev1.Po
 	switch {
 	case len(conflicts) > 0:
 		message := strings.Join(conflicts, "; ")
-		return names, &dependencyProblem{reason: ReasonDependencyConflict, message: message, conflict: true, err: errors.New(message)}
+		return names, &dependencyProblem{reason: kubeoceanv1alpha1.ReasonDependencyConflict, message: message, conflict: true, err: errors.New(message)}
 	case len(notReady) > 0:
 		message := strings.Join(notReady, "; ")
-		return names, &dependencyProblem{reason: ReasonDependencyNotReady, message: message, err: errors.New(message)}
+		return names, &dependencyProblem{reason: kubeoceanv1alpha1.ReasonDependencyNotReady, message: message, err: errors.New(message)}
 	case len(errs) > 0:
 		// Failures to reach a cluster are no news for the user: no
 		// condition, just a retry.

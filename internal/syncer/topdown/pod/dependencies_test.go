@@ -11,12 +11,13 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
 func dependencyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	return findCondition(pod.Status.Conditions, ConditionDependenciesReady)
+	return findCondition(pod.Status.Conditions, kubeoceanv1alpha1.PodConditionDependenciesReady)
 }
 
 // A pod whose ConfigMap is missing waits: a condition and an event say
@@ -32,12 +33,12 @@ func TestDependenciesNotReady(t *testing.T) {
 	}
 	assertWrites(t, f, "virtual update pods", "virtual update pods/status")
 	condition := dependencyCondition(f.virtualPod())
-	if condition == nil || condition.Status != corev1.ConditionFalse || condition.Reason != ReasonDependencyNotReady ||
+	if condition == nil || condition.Status != corev1.ConditionFalse || condition.Reason != kubeoceanv1alpha1.ReasonDependencyNotReady ||
 		!strings.Contains(condition.Message, "ConfigMap team-a/config not ready: NotFound") {
-		t.Errorf("condition = %+v, want False %s naming the ConfigMap", condition, ReasonDependencyNotReady)
+		t.Errorf("condition = %+v, want False %s naming the ConfigMap", condition, kubeoceanv1alpha1.ReasonDependencyNotReady)
 	}
-	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Normal "+ReasonDependencyNotReady) {
-		t.Errorf("events = %v, want one %s", events, ReasonDependencyNotReady)
+	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Normal "+kubeoceanv1alpha1.ReasonDependencyNotReady) {
+		t.Errorf("events = %v, want one %s", events, kubeoceanv1alpha1.ReasonDependencyNotReady)
 	}
 	if f.virtualPod().Status.Phase != corev1.PodPending {
 		t.Errorf("phase = %s, want Pending", f.virtualPod().Status.Phase)
@@ -107,11 +108,11 @@ func TestDependencyConflict(t *testing.T) {
 		t.Fatalf("reconcile = %+v, %v; want a recheck after %v", result, err, conflictRecheck)
 	}
 	assertWrites(t, f, "virtual update pods/status")
-	if c := dependencyCondition(f.virtualPod()); c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonDependencyConflict {
-		t.Errorf("condition = %+v, want False %s", c, ReasonDependencyConflict)
+	if c := dependencyCondition(f.virtualPod()); c == nil || c.Status != corev1.ConditionFalse || c.Reason != kubeoceanv1alpha1.ReasonDependencyConflict {
+		t.Errorf("condition = %+v, want False %s", c, kubeoceanv1alpha1.ReasonDependencyConflict)
 	}
-	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+ReasonDependencyConflict) {
-		t.Errorf("events = %v, want one Warning %s", events, ReasonDependencyConflict)
+	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+kubeoceanv1alpha1.ReasonDependencyConflict) {
+		t.Errorf("events = %v, want one Warning %s", events, kubeoceanv1alpha1.ReasonDependencyConflict)
 	}
 }
 

@@ -31,7 +31,7 @@ func podReadingItsMetadata() *corev1.Pod {
 
 func (f *fixture) tokenSecretData() map[string]string {
 	f.t.Helper()
-	secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
+	secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), podidentity.SecretName(physicalName), metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestDownwardAPIServesTheVirtualMetadata(t *testing.T) {
 		env[e.Name] = e
 	}
 	if ref := env["TEAM"].ValueFrom; ref == nil || ref.SecretKeyRef == nil || data[ref.SecretKeyRef.Key] != "a" ||
-		ref.SecretKeyRef.Name != TokenSecretName(physicalName) {
+		ref.SecretKeyRef.Name != podidentity.SecretName(physicalName) {
 		t.Errorf("TEAM = %+v, want the token Secret's key holding %q", env["TEAM"], "a")
 	}
 	if ref := env["APP"].ValueFrom; ref == nil || ref.FieldRef == nil ||

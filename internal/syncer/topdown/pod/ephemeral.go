@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,7 +111,7 @@ func (c *Controller) syncEphemeralContainers(ctx context.Context, virtual, physi
 	case isEphemeralRefusal(err):
 		// Pod Security or validation: the same containers meet the same
 		// answer until something changes.
-		c.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonEphemeralContainersRejected,
+		c.recorder.Eventf(virtual, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonEphemeralContainersRejected,
 			"The physical cluster refused the ephemeral containers: %v", err)
 		return 0, nil
 	case err != nil:

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 func withDebugContainer(pod *corev1.Pod, name string) *corev1.Pod {
@@ -163,12 +165,12 @@ func TestEphemeralContainerRefusedByPodSecurity(t *testing.T) {
 	if slices.Contains(f.dependents.calls, "ConfigMap/"+virtualNS+"/sysadmin-config") {
 		t.Errorf("copied %v: the refused container's ConfigMap among them", f.dependents.calls)
 	}
-	c := findCondition(f.virtualPod().Status.Conditions, ConditionEphemeralContainersAllowed)
-	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonPodSecurityViolation ||
+	c := findCondition(f.virtualPod().Status.Conditions, kubeoceanv1alpha1.PodConditionEphemeralContainersAllowed)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != kubeoceanv1alpha1.ReasonPodSecurityViolation ||
 		!strings.Contains(c.Message, `"sysadmin"`) || !strings.Contains(c.Message, "privileged") || strings.Contains(c.Message, `"plain"`) {
 		t.Fatalf("condition = %+v, want False naming sysadmin alone", c)
 	}
-	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+ReasonPodSecurityViolation) || !strings.Contains(events[0], `"sysadmin"`) {
+	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+kubeoceanv1alpha1.ReasonPodSecurityViolation) || !strings.Contains(events[0], `"sysadmin"`) {
 		t.Errorf("events = %v, want one Warning about sysadmin", events)
 	}
 
@@ -195,7 +197,7 @@ func TestEphemeralContainerRefusedByPodSecurity(t *testing.T) {
 	if sent := sentEphemeralContainers(t, f); !slices.Equal(sent, []string{"sysadmin"}) {
 		t.Errorf("sent %v, want sysadmin", sent)
 	}
-	if c := findCondition(f.virtualPod().Status.Conditions, ConditionEphemeralContainersAllowed); c == nil || c.Status != corev1.ConditionTrue {
+	if c := findCondition(f.virtualPod().Status.Conditions, kubeoceanv1alpha1.PodConditionEphemeralContainersAllowed); c == nil || c.Status != corev1.ConditionTrue {
 		t.Errorf("condition = %+v, want True", c)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	psaapi "k8s.io/pod-security-admission/api"
@@ -59,7 +61,7 @@ func withoutEphemeralContainers(virtual *corev1.Pod, refused map[string]string) 
 
 // reportEphemeralRefusals shows on the virtual pod which of its ephemeral
 // containers are refused: one Warning event per container, the first time
-// it is refused, and ConditionEphemeralContainersAllowed, written when it
+// it is refused, and kubeoceanv1alpha1.PodConditionEphemeralContainersAllowed, written when it
 // changes.
 func (c *Controller) reportEphemeralRefusals(ctx context.Context, virtual *corev1.Pod, refused map[string]string) error {
 	key := controller.ObjectKey(virtual)
@@ -69,14 +71,14 @@ func (c *Controller) reportEphemeralRefusals(ctx context.Context, virtual *corev
 		message := fmt.Sprintf("ephemeral container %q not added to the physical pod: it %s", name, refused[name])
 		lines = append(lines, message)
 		if c.preflight.Memory.RememberEphemeral(key, virtual.UID, name) {
-			c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPodSecurityViolation, message)
+			c.recorder.Event(virtual, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonPodSecurityViolation, message)
 			klog.FromContext(ctx).Info("Ephemeral container refused", "container", name, "message", message)
 		}
 	}
 	if len(lines) == 0 {
-		_, err := c.setPodCondition(ctx, virtual, ConditionEphemeralContainersAllowed, corev1.ConditionTrue, ReasonEphemeralContainersAllowed, "")
+		_, err := c.setPodCondition(ctx, virtual, kubeoceanv1alpha1.PodConditionEphemeralContainersAllowed, corev1.ConditionTrue, kubeoceanv1alpha1.ReasonEphemeralContainersAllowed, "")
 		return err
 	}
-	_, err := c.setPodCondition(ctx, virtual, ConditionEphemeralContainersAllowed, corev1.ConditionFalse, ReasonPodSecurityViolation, strings.Join(lines, "; "))
+	_, err := c.setPodCondition(ctx, virtual, kubeoceanv1alpha1.PodConditionEphemeralContainersAllowed, corev1.ConditionFalse, kubeoceanv1alpha1.ReasonPodSecurityViolation, strings.Join(lines, "; "))
 	return err
 }

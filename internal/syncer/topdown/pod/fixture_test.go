@@ -29,6 +29,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/nametaken"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
@@ -167,7 +168,7 @@ type seed struct {
 	predecessors *ownership.Predecessors
 	// bindingStatus, when set, receives the binding's condition; the
 	// binding is named testBindingName.
-	bindingStatus BindingStatusWriter
+	bindingStatus nametaken.BindingStatusWriter
 }
 
 func newFixture(t *testing.T, s seed) *fixture {
@@ -295,12 +296,12 @@ func (f *fixture) cache(indexer string, obj runtime.Object) {
 }
 
 // cachedForm is obj as the informer behind indexer stores it: the syncer's
-// token Secret cache keeps records (CompactTokenSecret).
+// token Secret cache keeps records (podidentity.CompactTokenSecret).
 func cachedForm(indexer string, obj runtime.Object) any {
 	if indexer != "secrets" {
 		return obj
 	}
-	out, _ := CompactTokenSecret(obj)
+	out, _ := podidentity.CompactTokenSecret(obj)
 	return out
 }
 

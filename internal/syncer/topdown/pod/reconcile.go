@@ -94,7 +94,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 		return controller.Result{}, c.syncDeletion(ctx, virtual, m)
 	}
 	if mismatch != nil {
-		c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonMappingMismatch, mismatch.Error())
+		c.recorder.Event(virtual, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonPhysicalPodMappingMismatch, mismatch.Error())
 		return controller.Result{}, controller.Terminal(mismatch)
 	}
 	if isTerminal(virtual) {
@@ -160,7 +160,7 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 			logger.V(4).Info("Physical pod changed while updating it; waiting for its event", "err", err)
 			return controller.Result{}, nil
 		case apierrors.IsInvalid(err):
-			c.recorder.Eventf(virtual, corev1.EventTypeWarning, ReasonPhysicalPodRejected, "Updating physical pod %s/%s: %v", physical.Namespace, physical.Name, err)
+			c.recorder.Eventf(virtual, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonPhysicalPodRejected, "Updating physical pod %s/%s: %v", physical.Namespace, physical.Name, err)
 			return controller.Result{}, controller.Terminal(err)
 		case err != nil:
 			return controller.Result{}, fmt.Errorf("updating physical pod %s/%s: %w", physical.Namespace, physical.Name, err)
@@ -175,10 +175,10 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 			return controller.Result{}, err
 		}
 	}
-	if _, err := c.setDependenciesReady(ctx, virtual, corev1.ConditionTrue, ReasonDependenciesReady, ""); err != nil {
+	if _, err := c.setDependenciesReady(ctx, virtual, corev1.ConditionTrue, kubeoceanv1alpha1.ReasonDependenciesReady, ""); err != nil {
 		return controller.Result{}, err
 	}
-	if _, err := c.setPhysicalPodCreated(ctx, virtual, corev1.ConditionTrue, ReasonPhysicalPodCreated, ""); err != nil {
+	if _, err := c.setPhysicalPodCreated(ctx, virtual, corev1.ConditionTrue, kubeoceanv1alpha1.ReasonPhysicalPodCreated, ""); err != nil {
 		return controller.Result{}, err
 	}
 	if physical.Status.Phase == corev1.PodSucceeded || physical.Status.Phase == corev1.PodFailed {

@@ -56,7 +56,7 @@ func asWebhookFailure(err error) error {
 }
 
 // refuse shows on the virtual pod why its physical pod is not created:
-// ConditionPhysicalPodCreated False and one event, both only when they
+// kubeoceanv1alpha1.PodConditionPhysicalPodCreated False and one event, both only when they
 // change. Unless the refusal is judged again on every pass, the pod is
 // not sent again as it is (preflight.Memory). A pod refused for host ports
 // waits for them to be freed on its node; one freed while the refusal was
@@ -102,10 +102,10 @@ func (c *Controller) wakePortWaiters(node string) {
 	}
 }
 
-// setPhysicalPodCreated writes ConditionPhysicalPodCreated when it
+// setPhysicalPodCreated writes kubeoceanv1alpha1.PodConditionPhysicalPodCreated when it
 // changes; True only over a False. changed tells whether it was written.
 func (c *Controller) setPhysicalPodCreated(ctx context.Context, virtual *corev1.Pod, status corev1.ConditionStatus, reason, message string) (bool, error) {
-	return c.setPodCondition(ctx, virtual, ConditionPhysicalPodCreated, status, reason, message)
+	return c.setPodCondition(ctx, virtual, kubeoceanv1alpha1.PodConditionPhysicalPodCreated, status, reason, message)
 }
 
 // setPodCondition writes one of Kubeocean's conditions on the virtual pod

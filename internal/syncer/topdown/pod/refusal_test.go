@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,7 +20,7 @@ import (
 )
 
 func createdCondition(pod *corev1.Pod) *corev1.PodCondition {
-	return findCondition(pod.Status.Conditions, ConditionPhysicalPodCreated)
+	return findCondition(pod.Status.Conditions, kubeoceanv1alpha1.PodConditionPhysicalPodCreated)
 }
 
 func namespaceAt(level string) *corev1.Namespace {
@@ -54,11 +56,11 @@ func TestPhysicalPodRefused(t *testing.T) {
 				t.Fatalf("reconcile: %v, want none (the refusal is shown, not retried)", err)
 			}
 			c := createdCondition(f.virtualPod())
-			if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonPhysicalPodRejected || !strings.Contains(c.Message, refusal.Error()) {
-				t.Fatalf("condition = %+v, want False %s with the physical message", c, ReasonPhysicalPodRejected)
+			if c == nil || c.Status != corev1.ConditionFalse || c.Reason != kubeoceanv1alpha1.ReasonPhysicalPodRejected || !strings.Contains(c.Message, refusal.Error()) {
+				t.Fatalf("condition = %+v, want False %s with the physical message", c, kubeoceanv1alpha1.ReasonPhysicalPodRejected)
 			}
-			if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+ReasonPhysicalPodRejected) {
-				t.Errorf("events = %v, want one Warning %s", events, ReasonPhysicalPodRejected)
+			if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+kubeoceanv1alpha1.ReasonPhysicalPodRejected) {
+				t.Errorf("events = %v, want one Warning %s", events, kubeoceanv1alpha1.ReasonPhysicalPodRejected)
 			}
 
 			// The condition's own write and resyncs bring the pod back:
@@ -119,8 +121,8 @@ func TestRefusedThenCreated(t *testing.T) {
 	}
 	f.syncCaches()
 	f.mustReconcile()
-	if c := createdCondition(f.virtualPod()); c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonPhysicalPodCreated {
-		t.Errorf("condition = %+v, want True %s", c, ReasonPhysicalPodCreated)
+	if c := createdCondition(f.virtualPod()); c == nil || c.Status != corev1.ConditionTrue || c.Reason != kubeoceanv1alpha1.ReasonPhysicalPodCreated {
+		t.Errorf("condition = %+v, want True %s", c, kubeoceanv1alpha1.ReasonPhysicalPodCreated)
 	}
 }
 
@@ -193,16 +195,16 @@ func TestPodSecurity(t *testing.T) {
 			if w := f.takeWrites(); len(w) != 1 || w[0] != "virtual update pods/status" {
 				t.Errorf("writes = %v, want only the condition: nothing sent to the physical cluster, no mapping recorded", w)
 			}
-			if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonPodSecurityViolation {
-				t.Fatalf("condition = %+v, want False %s", c, ReasonPodSecurityViolation)
+			if c == nil || c.Status != corev1.ConditionFalse || c.Reason != kubeoceanv1alpha1.ReasonPodSecurityViolation {
+				t.Fatalf("condition = %+v, want False %s", c, kubeoceanv1alpha1.ReasonPodSecurityViolation)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(c.Message, w) {
 					t.Errorf("message %q does not say %q", c.Message, w)
 				}
 			}
-			if events := f.events(); len(events) != 1 || !strings.Contains(events[0], ReasonPodSecurityViolation) {
-				t.Errorf("events = %v, want one %s", events, ReasonPodSecurityViolation)
+			if events := f.events(); len(events) != 1 || !strings.Contains(events[0], kubeoceanv1alpha1.ReasonPodSecurityViolation) {
+				t.Errorf("events = %v, want one %s", events, kubeoceanv1alpha1.ReasonPodSecurityViolation)
 			}
 			f.syncCaches()
 			f.mustReconcile()
@@ -236,8 +238,8 @@ func TestDaemonSetPod(t *testing.T) {
 		t.Errorf("writes = %v, want only the condition", w)
 	}
 	c := createdCondition(f.virtualPod())
-	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonDaemonSetPodNotSynced || !strings.Contains(c.Message, "--sync-daemonset-pods") {
-		t.Fatalf("condition = %+v, want False %s", c, ReasonDaemonSetPodNotSynced)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != kubeoceanv1alpha1.ReasonDaemonSetPodNotSynced || !strings.Contains(c.Message, "--sync-daemonset-pods") {
+		t.Fatalf("condition = %+v, want False %s", c, kubeoceanv1alpha1.ReasonDaemonSetPodNotSynced)
 	}
 	if events := f.events(); len(events) != 1 {
 		t.Errorf("events = %v, want one", events)

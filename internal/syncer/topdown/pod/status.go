@@ -22,11 +22,11 @@ func findCondition(conditions []corev1.PodCondition, t corev1.PodConditionType) 
 	return nil
 }
 
-// setDependenciesReady writes ConditionDependenciesReady when it changes.
+// setDependenciesReady writes kubeoceanv1alpha1.PodConditionDependenciesReady when it changes.
 // True is written only over a False: a pod that never waited keeps no
 // condition, and costs no write. changed tells whether it was written.
 func (c *Controller) setDependenciesReady(ctx context.Context, virtual *corev1.Pod, status corev1.ConditionStatus, reason, message string) (bool, error) {
-	existing := findCondition(virtual.Status.Conditions, ConditionDependenciesReady)
+	existing := findCondition(virtual.Status.Conditions, kubeoceanv1alpha1.PodConditionDependenciesReady)
 	if existing == nil && status == corev1.ConditionTrue {
 		return false, nil
 	}
@@ -34,9 +34,9 @@ func (c *Controller) setDependenciesReady(ctx context.Context, virtual *corev1.P
 		return false, nil
 	}
 	updated := virtual.DeepCopy()
-	condition := findCondition(updated.Status.Conditions, ConditionDependenciesReady)
+	condition := findCondition(updated.Status.Conditions, kubeoceanv1alpha1.PodConditionDependenciesReady)
 	if condition == nil {
-		updated.Status.Conditions = append(updated.Status.Conditions, corev1.PodCondition{Type: ConditionDependenciesReady})
+		updated.Status.Conditions = append(updated.Status.Conditions, corev1.PodCondition{Type: kubeoceanv1alpha1.PodConditionDependenciesReady})
 		condition = &updated.Status.Conditions[len(updated.Status.Conditions)-1]
 	}
 	if condition.Status != status {
@@ -44,7 +44,7 @@ func (c *Controller) setDependenciesReady(ctx context.Context, virtual *corev1.P
 	}
 	condition.Status, condition.Reason, condition.Message = status, reason, message
 	if _, err := c.virtualClient.Pods(virtual.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return false, fmt.Errorf("setting %s=%s on virtual pod %s/%s: %w", ConditionDependenciesReady, status, virtual.Namespace, virtual.Name, err)
+		return false, fmt.Errorf("setting %s=%s on virtual pod %s/%s: %w", kubeoceanv1alpha1.PodConditionDependenciesReady, status, virtual.Namespace, virtual.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Set dependencies condition", "status", status, "reason", reason)
 	return true, nil
@@ -56,7 +56,7 @@ func (c *Controller) setDependenciesReady(ctx context.Context, virtual *corev1.P
 func failedStatus(status corev1.PodStatus, message string, now metav1.Time) corev1.PodStatus {
 	out := *status.DeepCopy()
 	out.Phase = corev1.PodFailed
-	out.Reason = ReasonPhysicalPodLost
+	out.Reason = kubeoceanv1alpha1.ReasonPhysicalPodLost
 	out.Message = message
 	terminate := func(statuses []corev1.ContainerStatus) {
 		for i := range statuses {
@@ -75,7 +75,7 @@ func failedStatus(status corev1.PodStatus, message string, now metav1.Time) core
 	terminate(out.ContainerStatuses)
 	for _, t := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
 		if condition := findCondition(out.Conditions, t); condition != nil && condition.Status != corev1.ConditionFalse {
-			condition.Status, condition.Reason, condition.LastTransitionTime = corev1.ConditionFalse, ReasonPhysicalPodLost, now
+			condition.Status, condition.Reason, condition.LastTransitionTime = corev1.ConditionFalse, kubeoceanv1alpha1.ReasonPhysicalPodLost, now
 		}
 	}
 	return out
@@ -96,7 +96,7 @@ func (c *Controller) markFailed(ctx context.Context, virtual *corev1.Pod, messag
 		switch {
 		case err == nil:
 			klog.FromContext(ctx).Info("Marked virtual pod Failed: its physical pod is gone", "message", message)
-			c.recorder.Event(virtual, corev1.EventTypeWarning, ReasonPhysicalPodLost, message)
+			c.recorder.Event(virtual, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonPhysicalPodLost, message)
 			return nil
 		case apierrors.IsNotFound(err):
 			return nil

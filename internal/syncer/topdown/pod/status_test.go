@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // After the virtual apiserver comes back the cache is often behind other
@@ -30,8 +32,8 @@ func TestLostPhysicalPodFailedDespiteStaleCache(t *testing.T) {
 	})
 	f.mustReconcile()
 	assertWrites(t, f, "virtual update pods/status", "virtual update pods/status", "virtual update pods/status")
-	if failed := f.virtualPod(); failed.Status.Phase != corev1.PodFailed || failed.Status.Reason != ReasonPhysicalPodLost {
-		t.Errorf("status = %s %s, want Failed %s", failed.Status.Phase, failed.Status.Reason, ReasonPhysicalPodLost)
+	if failed := f.virtualPod(); failed.Status.Phase != corev1.PodFailed || failed.Status.Reason != kubeoceanv1alpha1.ReasonPhysicalPodLost {
+		t.Errorf("status = %s %s, want Failed %s", failed.Status.Phase, failed.Status.Reason, kubeoceanv1alpha1.ReasonPhysicalPodLost)
 	}
 }
 

@@ -49,13 +49,13 @@ func withTokenVolume(pod *corev1.Pod) *corev1.Pod {
 func tokenSecret(uid types.UID, refreshAt time.Time) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: mountNS, Name: TokenSecretName(physicalName), UID: "secret-uid", ResourceVersion: "5",
-			Labels: testOwner.Stamp(map[string]string{LabelPodToken: "true"}),
+			Namespace: mountNS, Name: podidentity.SecretName(physicalName), UID: "secret-uid", ResourceVersion: "5",
+			Labels: testOwner.Stamp(map[string]string{kubeoceanv1alpha1.LabelPodToken: "true"}),
 			Annotations: map[string]string{
 				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtualNS,
 				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
 				kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(uid),
-				AnnotationTokenRefreshAt:                        refreshAt.Format(time.RFC3339),
+				kubeoceanv1alpha1.AnnotationTokenRefreshAt:      refreshAt.Format(time.RFC3339),
 			},
 		},
 		Type: corev1.SecretTypeOpaque,
@@ -121,15 +121,15 @@ func TestCreate(t *testing.T) {
 		t.Errorf("created pod (-want +got):\n%s", diff.Diff(want, created))
 	}
 
-	secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
+	secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), podidentity.SecretName(physicalName), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	refreshAt := now.Add(3600 * time.Second * 8 / 10)
 	wantData := map[string][]byte{"token": []byte("token-1"), "ca.crt": []byte("virtual-ca"), "metadata.namespace": []byte(virtualNS)}
-	if !reflect.DeepEqual(secret.Data, wantData) || secret.Labels[LabelPodToken] != "true" ||
+	if !reflect.DeepEqual(secret.Data, wantData) || secret.Labels[kubeoceanv1alpha1.LabelPodToken] != "true" ||
 		!testOwner.Owns(secret) ||
-		secret.Annotations[AnnotationTokenRefreshAt] != refreshAt.Format(time.RFC3339) ||
+		secret.Annotations[kubeoceanv1alpha1.AnnotationTokenRefreshAt] != refreshAt.Format(time.RFC3339) ||
 		secret.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] != string(virtualUID) {
 		t.Errorf("token Secret = %+v", secret)
 	}
@@ -257,8 +257,8 @@ func TestMappingMismatchIsTerminal(t *testing.T) {
 		t.Errorf("error = %v, want a terminal one", err)
 	}
 	assertWrites(t, f)
-	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], ReasonMappingMismatch) {
-		t.Errorf("events = %v, want one %s", events, ReasonMappingMismatch)
+	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], kubeoceanv1alpha1.ReasonPhysicalPodMappingMismatch) {
+		t.Errorf("events = %v, want one %s", events, kubeoceanv1alpha1.ReasonPhysicalPodMappingMismatch)
 	}
 }
 
@@ -269,8 +269,8 @@ func TestNameTakenByForeignPod(t *testing.T) {
 	if result.RequeueAfter != conflictRecheck {
 		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, conflictRecheck)
 	}
-	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+ReasonPhysicalPodNameTaken) {
-		t.Errorf("events = %v, want one Warning %s", events, ReasonPhysicalPodNameTaken)
+	if events := f.events(); len(events) != 1 || !strings.Contains(events[0], "Warning "+kubeoceanv1alpha1.ReasonPhysicalPodNameTaken) {
+		t.Errorf("events = %v, want one Warning %s", events, kubeoceanv1alpha1.ReasonPhysicalPodNameTaken)
 	}
 }
 

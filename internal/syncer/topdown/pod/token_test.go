@@ -42,7 +42,7 @@ func TestTokenRefresh(t *testing.T) {
 	if want := 3600 * time.Second * 8 / 10; result.RequeueAfter != want {
 		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, want)
 	}
-	secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
+	secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), podidentity.SecretName(physicalName), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestTokenCAFromCache(t *testing.T) {
 		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}, rootCANotCached: !cached})
 		f.mustReconcile()
 		assertCreatedWithToken(t, f)
-		secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
+		secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), podidentity.SecretName(physicalName), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +165,7 @@ func TestCreatedTokenSecretDeletedBeforeCached(t *testing.T) {
 	f.mustReconcile()
 	assertCreatedWithToken(t, f)
 	secrets := f.physicalKube.CoreV1().Secrets(mountNS)
-	created, err := secrets.Get(context.Background(), TokenSecretName(physicalName), metav1.GetOptions{})
+	created, err := secrets.Get(context.Background(), podidentity.SecretName(physicalName), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,16 +77,16 @@ func TestPodWithRefusedVolumeSource(t *testing.T) {
 		t.Errorf("copied %v, want nothing", f.dependents.calls)
 	}
 	c := createdCondition(f.virtualPod())
-	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonVolumeSourceNotAllowed {
-		t.Fatalf("condition = %+v, want False %s", c, ReasonVolumeSourceNotAllowed)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != kubeoceanv1alpha1.ReasonVolumeSourceNotAllowed {
+		t.Fatalf("condition = %+v, want False %s", c, kubeoceanv1alpha1.ReasonVolumeSourceNotAllowed)
 	}
 	for _, want := range []string{`volume "root"`, "pv-root", virtualNS + "/data", "hostPath"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("message %q does not name %s", c.Message, want)
 		}
 	}
-	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+ReasonVolumeSourceNotAllowed) {
-		t.Errorf("events = %v, want one Warning %s", events, ReasonVolumeSourceNotAllowed)
+	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+kubeoceanv1alpha1.ReasonVolumeSourceNotAllowed) {
+		t.Errorf("events = %v, want one Warning %s", events, kubeoceanv1alpha1.ReasonVolumeSourceNotAllowed)
 	}
 
 	f.syncCaches()
@@ -152,8 +152,8 @@ func TestPodSecurityJudgesClaimedVolumes(t *testing.T) {
 				return
 			}
 			assertWrites(t, f, "virtual update pods/status")
-			if c == nil || c.Reason != ReasonPodSecurityViolation || !strings.Contains(c.Message, "hostPath volumes") || !strings.Contains(c.Message, `"root"`) {
-				t.Fatalf("condition = %+v, want False %s naming the hostPath volume root", c, ReasonPodSecurityViolation)
+			if c == nil || c.Reason != kubeoceanv1alpha1.ReasonPodSecurityViolation || !strings.Contains(c.Message, "hostPath volumes") || !strings.Contains(c.Message, `"root"`) {
+				t.Fatalf("condition = %+v, want False %s naming the hostPath volume root", c, kubeoceanv1alpha1.ReasonPodSecurityViolation)
 			}
 		})
 	}

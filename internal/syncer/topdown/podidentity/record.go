@@ -11,8 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/intern"
-	"github.com/kubeocean/kubeocean/internal/objectmeta"
+	"github.com/kubeocean/kubeocean/internal/compact"
 )
 
 // The cache of token Secrets. Every synced pod has one, and of it the
@@ -27,9 +26,9 @@ import (
 
 // TokenSecretRecord is what the cache keeps of a token Secret. It
 // implements metav1.Object for the informer's keys and the controller's
-// event handler; what it does not keep is objectmeta.Unkept.
+// event handler; what it does not keep is compact.Unkept.
 type TokenSecretRecord struct {
-	objectmeta.Unkept
+	compact.Unkept
 	Namespace, Name, ResourceVersion string
 	UID                              types.UID
 	// Labels are shared with the other token Secrets of the binding: read
@@ -66,19 +65,19 @@ func CompactTokenSecret(obj any) (any, error) {
 	}
 	annotations := secret.Annotations
 	return &TokenSecretRecord{
-		Namespace:           intern.String(secret.Namespace),
+		Namespace:           compact.Intern(secret.Namespace),
 		Name:                secret.Name,
 		ResourceVersion:     secret.ResourceVersion,
 		UID:                 secret.UID,
-		Labels:              intern.SharedMap(secret.Labels),
-		VirtualPodNamespace: intern.String(annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace]),
+		Labels:              compact.SharedMap(secret.Labels),
+		VirtualPodNamespace: compact.Intern(annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace]),
 		VirtualPodName:      annotations[kubeoceanv1alpha1.AnnotationVirtualPodName],
 		VirtualPodUID:       types.UID(annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID]),
 		// Tokens issued in the same second are due in the same second.
-		RefreshAt: intern.String(annotations[kubeoceanv1alpha1.AnnotationTokenRefreshAt]),
+		RefreshAt: compact.Intern(annotations[kubeoceanv1alpha1.AnnotationTokenRefreshAt]),
 		// The pods of one workload read the same values.
-		MetadataDigest: intern.String(annotations[kubeoceanv1alpha1.AnnotationMetadataDigest]),
-		Keys:           intern.SharedKeys(secret.Data),
+		MetadataDigest: compact.Intern(annotations[kubeoceanv1alpha1.AnnotationMetadataDigest]),
+		Keys:           compact.SharedKeys(secret.Data),
 		kept:           keep(secret.Finalizers, secret.OwnerReferences),
 	}, nil
 }

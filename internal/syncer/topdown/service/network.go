@@ -8,7 +8,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
-	"github.com/kubeocean/kubeocean/internal/syncer/topdown/pod"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 )
 
 // VirtualNamespaceIndex indexes the physical Services by the virtual
@@ -36,7 +36,7 @@ func addVirtualNamespaceIndex(informer cache.SharedIndexInformer) error {
 	return informer.AddIndexers(cache.Indexers{VirtualNamespaceIndex: virtualNamespaceIndex})
 }
 
-// Network implements pod.Network from the binding's physical Services.
+// Network implements podspec.Network from the binding's physical Services.
 type Network struct {
 	owner          ownership.Owner
 	mountNamespace string
@@ -44,9 +44,9 @@ type Network struct {
 	services       cache.Indexer
 }
 
-var _ pod.Network = (*Network)(nil)
+var _ podspec.Network = (*Network)(nil)
 
-// DNSServer implements pod.Network.
+// DNSServer implements podspec.Network.
 func (n *Network) DNSServer() string {
 	obj, ok, err := n.services.GetByKey(n.mountNamespace + "/" + kubeoceanv1alpha1.DNSName)
 	if err != nil || !ok {
@@ -59,22 +59,22 @@ func (n *Network) DNSServer() string {
 	return s.Spec.ClusterIP
 }
 
-// ClusterDomain implements pod.Network.
+// ClusterDomain implements podspec.Network.
 func (n *Network) ClusterDomain() string { return n.domain }
 
-// ServiceLinks implements pod.Network.
-func (n *Network) ServiceLinks(namespace string) []pod.ServiceLink {
+// ServiceLinks implements podspec.Network.
+func (n *Network) ServiceLinks(namespace string) []podspec.ServiceLink {
 	objs, err := n.services.ByIndex(VirtualNamespaceIndex, namespace)
 	if err != nil {
 		return nil
 	}
-	links := make([]pod.ServiceLink, 0, len(objs))
+	links := make([]podspec.ServiceLink, 0, len(objs))
 	for _, obj := range objs {
 		s, ok := obj.(*corev1.Service)
 		if !ok || !n.owner.Owns(s) || s.DeletionTimestamp != nil || net.ParseIP(s.Spec.ClusterIP) == nil {
 			continue
 		}
-		links = append(links, pod.ServiceLink{
+		links = append(links, podspec.ServiceLink{
 			Name: s.Annotations[kubeoceanv1alpha1.AnnotationVirtualName], ClusterIP: s.Spec.ClusterIP, Ports: s.Spec.Ports,
 		})
 	}
