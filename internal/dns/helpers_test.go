@@ -21,7 +21,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/app"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 const (
@@ -33,7 +32,7 @@ const (
 func mirrorService(namespace, name string, spec corev1.ServiceSpec) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: naming.PhysicalName(namespace, name), Namespace: testNamespace,
+			Name: kubeoceanv1alpha1.PhysicalName(namespace, name), Namespace: testNamespace,
 			Labels: map[string]string{
 				kubeoceanv1alpha1.LabelManagedBy:  kubeoceanv1alpha1.ManagedByKubeocean,
 				kubeoceanv1alpha1.LabelBindingUID: testBinding,

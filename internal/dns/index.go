@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -118,7 +117,7 @@ func (x *Index) acceptService(svc *corev1.Service) (virtualKey, bool) {
 	if len(validation.IsDNS1123Label(key.namespace)) > 0 || len(validation.IsDNS1035Label(key.name)) > 0 {
 		return virtualKey{}, false
 	}
-	return key, svc.Name == naming.PhysicalName(key.namespace, key.name)
+	return key, svc.Name == kubeoceanv1alpha1.PhysicalName(key.namespace, key.name)
 }
 
 func (x *Index) ownedByBinding(labels map[string]string) bool {

@@ -12,7 +12,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/compact"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/pkg/informers"
@@ -37,7 +36,7 @@ var transforms = compact.NewTransforms(
 )
 
 // virtualPodScope selects the virtual pods this binding may run: those
-// bound to a node named like its virtual nodes (naming.VirtualNodeNamePrefix),
+// bound to a node named like its virtual nodes (kubeoceanv1alpha1.VirtualNodeNamePrefix),
 // kept whole. Every other pod of the virtual cluster (pending, on the
 // cluster's own nodes, on another binding's virtual nodes) is dropped as
 // it is decoded, so a syncer's memory does not grow with them. A pod comes
@@ -49,7 +48,7 @@ var transforms = compact.NewTransforms(
 // from their physical twins with those (compact.Transforms.VirtualPods;
 // twins nil: not shared).
 func virtualPodScope(clusterID string, twins *compact.TwinStatuses) informers.Scope {
-	prefix := naming.VirtualNodeNamePrefix(clusterID)
+	prefix := kubeoceanv1alpha1.VirtualNodeNamePrefix(clusterID)
 	return informers.Scope{
 		KeepPod:     func(p *corev1.Pod) bool { return strings.HasPrefix(p.Spec.NodeName, prefix) },
 		KeepPodName: "on-" + prefix + "*",

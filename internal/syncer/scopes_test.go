@@ -13,7 +13,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/compact"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/pkg/informers"
@@ -193,15 +192,15 @@ func TestVirtualPodScopeKeepsPodsOnTheBindingsVirtualNodes(t *testing.T) {
 	scope := virtualPodScope("cls-a", nil)
 	on := func(node string) *corev1.Pod { return &corev1.Pod{Spec: corev1.PodSpec{NodeName: node}} }
 	for _, node := range []string{
-		naming.VirtualNodeName("cls-a", "node-1"),
-		naming.VirtualNodeName("cls-a", strings.Repeat("n", 100)), // hashed
-		naming.VirtualNodeName("cls-a-b", "node-1"),               // another binding's, checked by the controllers
+		kubeoceanv1alpha1.VirtualNodeName("cls-a", "node-1"),
+		kubeoceanv1alpha1.VirtualNodeName("cls-a", strings.Repeat("n", 100)), // hashed
+		kubeoceanv1alpha1.VirtualNodeName("cls-a-b", "node-1"),               // another binding's, checked by the controllers
 	} {
 		if !scope.KeepPod(on(node)) {
 			t.Errorf("a pod on %q is dropped", node)
 		}
 	}
-	for _, node := range []string{"", "worker-1", naming.VirtualNodeName("cls-b", "node-1"), "vnode-cls-a", "x-vnode-cls-a-node-1"} {
+	for _, node := range []string{"", "worker-1", kubeoceanv1alpha1.VirtualNodeName("cls-b", "node-1"), "vnode-cls-a", "x-vnode-cls-a-node-1"} {
 		if scope.KeepPod(on(node)) {
 			t.Errorf("a pod on %q is kept", node)
 		}

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer"
 	physicalevents "github.com/kubeocean/kubeocean/internal/syncer/bottomup/events"
@@ -42,7 +43,7 @@ func startEventsWorld(t *testing.T, binding string) *eventsWorld {
 func (w *eventsWorld) runPod(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
 	waitPodRunning(t, w.SyncerWorld, w.namespace, name, w.VirtualNode(w.node))
-	p, err := w.Physical.CoreV1().Pods(w.Mount).Get(t.Context(), naming.PhysicalName(w.namespace, name), metav1.GetOptions{})
+	p, err := w.Physical.CoreV1().Pods(w.Mount).Get(t.Context(), kubeoceanv1alpha1.PhysicalName(w.namespace, name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	"github.com/kubeocean/kubeocean/internal/events"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/csinode"
 	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/lease"
 	"github.com/kubeocean/kubeocean/pkg/informers"
@@ -121,7 +120,7 @@ func (env *leaseCSINodeEnv) createVirtualNode(t *testing.T, physicalName string)
 	now := metav1.Now()
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: naming.VirtualNodeName(env.clusterID, physicalName),
+			Name: kubeoceanv1alpha1.VirtualNodeName(env.clusterID, physicalName),
 			Labels: map[string]string{
 				kubeoceanv1alpha1.LabelManagedBy:        kubeoceanv1alpha1.ManagedByKubeocean,
 				kubeoceanv1alpha1.LabelClusterID:        env.clusterID,

@@ -18,7 +18,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	"github.com/kubeocean/kubeocean/internal/events"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/podstatus"
 	"github.com/kubeocean/kubeocean/pkg/informers"
@@ -47,7 +46,7 @@ func TestPodStatus(t *testing.T) {
 	// Virtual side: a namespace, a node object and the pod bound to it.
 	e.createNamespace(virtualKube, virtualNS)
 	e.createNode(virtualKube, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: virtualNode}})
-	physicalName := naming.PhysicalName(virtualNS, "app")
+	physicalName := kubeoceanv1alpha1.PhysicalName(virtualNS, "app")
 	virtualPod := testenv.KwokPod(virtualNS, "app", virtualNode, "100m", "64Mi", nil)
 	virtualPod.Annotations = map[string]string{
 		kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: mountNS,

@@ -21,7 +21,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	"github.com/kubeocean/kubeocean/internal/events"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/policy"
 	"github.com/kubeocean/kubeocean/pkg/informers"
 )
@@ -297,7 +296,7 @@ func TestPolicyController(t *testing.T) {
 func (env *policyEnv) createVirtualNode(t *testing.T, physicalNode, policyName string) string {
 	t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: naming.VirtualNodeName(env.clusterID, physicalNode),
+		Name: kubeoceanv1alpha1.VirtualNodeName(env.clusterID, physicalNode),
 		Labels: map[string]string{
 			kubeoceanv1alpha1.LabelManagedBy:        kubeoceanv1alpha1.ManagedByKubeocean,
 			kubeoceanv1alpha1.LabelClusterID:        env.clusterID,

@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -109,7 +108,7 @@ func TestSyncerBottomUp(t *testing.T) {
 	t.Run("a pod on a virtual node runs in the physical cluster and its status comes back", func(t *testing.T) {
 		testenv.CreateNamespace(t, w.Virtual, "flow-workloads")
 		waitPodRunning(t, w, "flow-workloads", "web", w.VirtualNode("flow-a"))
-		physical, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName("flow-workloads", "web"), metav1.GetOptions{})
+		physical, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName("flow-workloads", "web"), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -44,7 +43,7 @@ func waitPodGone(t *testing.T, w *testenv.SyncerWorld, namespace, name string) {
 	t.Helper()
 	testenv.WaitFor(t, 60*time.Second, name+" and its physical twin are gone", func(ctx context.Context) (bool, error) {
 		_, errV := w.Virtual.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-		_, errP := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName(namespace, name), metav1.GetOptions{})
+		_, errP := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(namespace, name), metav1.GetOptions{})
 		return apierrors.IsNotFound(errV) && apierrors.IsNotFound(errP), nil
 	})
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 // convergeTimeout bounds every wait for the two clusters to agree.
@@ -25,7 +24,7 @@ const convergeTimeout = 3 * time.Minute
 func virtualNodes() []string {
 	names := make([]string, len(physicalNodes))
 	for i, n := range physicalNodes {
-		names[i] = naming.VirtualNodeName(clusterID, n)
+		names[i] = kubeoceanv1alpha1.VirtualNodeName(clusterID, n)
 	}
 	return names
 }
@@ -143,7 +142,7 @@ func disagreement(ctx context.Context) (string, error) {
 	for i := range virtual.Items {
 		v := &virtual.Items[i]
 		key := v.Namespace + "/" + v.Name
-		want := naming.PhysicalName(v.Namespace, v.Name)
+		want := kubeoceanv1alpha1.PhysicalName(v.Namespace, v.Name)
 		p := byName[want]
 		switch {
 		case v.DeletionTimestamp != nil:

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/stack"
 )
 
@@ -39,7 +38,7 @@ func (d *demo) startDNS(ctx context.Context) error {
 	if d.dns, err = s.StartDNS(ctx, d.dnsBinary(), stack.MountNamespace); err != nil {
 		return err
 	}
-	mirror := naming.PhysicalName(stack.AppNamespace, stack.AppName)
+	mirror := kubeoceanv1alpha1.PhysicalName(stack.AppNamespace, stack.AppName)
 	return stack.Poll(ctx, webName+" answers the ClusterIP of mirror "+stack.MountNamespace+"/"+mirror, func(ctx context.Context) (string, error) {
 		svc, err := s.PhysicalKube.CoreV1().Services(stack.MountNamespace).Get(ctx, mirror, metav1.GetOptions{})
 		if err != nil {

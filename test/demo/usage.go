@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kubeocean/kubeocean/internal/naming"
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	"github.com/kubeocean/kubeocean/test/stack"
 )
 
@@ -22,7 +23,7 @@ const metricsNode = "worker-a"
 // series renamed to their virtual pods and everyone else's left out.
 // stats/summary, which kwok does not serve, answers a 404 that says so.
 func (d *demo) showNodeUsage(ctx context.Context) error {
-	vnode := naming.VirtualNodeName(stack.ClusterID, metricsNode)
+	vnode := kubeoceanv1alpha1.VirtualNodeName(stack.ClusterID, metricsNode)
 	path := "/api/v1/nodes/" + vnode + "/proxy/metrics/resource"
 	out, err := d.stack.Virtual.Kubectl(ctx, "get", "--raw", path)
 	if err != nil {

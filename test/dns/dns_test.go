@@ -19,7 +19,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/app"
 	kodns "github.com/kubeocean/kubeocean/internal/dns"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -31,7 +30,7 @@ const (
 func mirror(vns, vname string, spec corev1.ServiceSpec, uid string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: naming.PhysicalName(vns, vname), Namespace: mountNamespace,
+			Name: kubeoceanv1alpha1.PhysicalName(vns, vname), Namespace: mountNamespace,
 			Labels: map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean, kubeoceanv1alpha1.LabelBindingUID: uid},
 			Annotations: map[string]string{
 				kubeoceanv1alpha1.AnnotationVirtualName: vname, kubeoceanv1alpha1.AnnotationVirtualNamespace: vns,

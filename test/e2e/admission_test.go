@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/stack"
 )
 
@@ -26,7 +25,7 @@ func TestPodMetadataPolicy(t *testing.T) {
 	tenant := tenantKubeconfig(t, "team-a", tenantRules(true))
 	forged := map[string]string{
 		kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: stack.MountNamespace,
-		kubeoceanv1alpha1.AnnotationPhysicalPodName:      naming.PhysicalName("team-b", "db-0"),
+		kubeoceanv1alpha1.AnnotationPhysicalPodName:      kubeoceanv1alpha1.PhysicalName("team-b", "db-0"),
 	}
 
 	_, err := applyAs(t, tenant, tenantPod("team-a", "forger", forged))
@@ -44,7 +43,7 @@ func TestPodMetadataPolicy(t *testing.T) {
 	// Kubeocean's writes pass: the mapping on the pod, its UID on the
 	// status, which only the syncer's writes put there.
 	mapped := waitMapped(t, "team-a", "app")
-	if got := mapped.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]; got != naming.PhysicalName("team-a", "app") {
+	if got := mapped.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]; got != kubeoceanv1alpha1.PhysicalName("team-a", "app") {
 		t.Errorf("the syncer recorded physical pod %q", got)
 	}
 
@@ -108,7 +107,7 @@ func adminWrites(t *testing.T, pod *corev1.Pod) {
 	step(t, "create an unscheduled pod", err)
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pending.Name, Annotations: map[string]string{
-			kubeoceanv1alpha1.AnnotationPhysicalPodName: naming.PhysicalName("team-b", "db-0")}},
+			kubeoceanv1alpha1.AnnotationPhysicalPodName: kubeoceanv1alpha1.PhysicalName("team-b", "db-0")}},
 		Target: corev1.ObjectReference{Kind: "Node", Name: tenantNode},
 	}
 	refused(t, "the admin binds a pod with a mapping annotation", pods.Bind(ctx, binding, metav1.CreateOptions{}))

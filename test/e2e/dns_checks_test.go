@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/stack"
@@ -86,7 +85,7 @@ func checkPhysicalNamesHidden(t *testing.T, addr string, up *upstream) {
 		"secret.physical-only" + domain,
 		"kubernetes.default" + domain,
 		kubeoceanv1alpha1.DNSName + "." + stack.MountNamespace + domain,
-		naming.PhysicalName(shop, "api") + "." + stack.MountNamespace + domain,
+		kubeoceanv1alpha1.PhysicalName(shop, "api") + "." + stack.MountNamespace + domain,
 	} {
 		a := lookup(t, addr, name, dns.TypeA)
 		if strings.HasPrefix(name, "kubernetes.") {
@@ -131,7 +130,7 @@ func checkPodResolver(t *testing.T, addr string) {
 			pod.Name, pod.Spec.DNSPolicy, yamlOf(config), dnsService.Spec.ClusterIP, wantSearch)
 	}
 	db0 := physicalPod(t, "db-0")
-	if db0.Spec.Hostname != "db-0" || db0.Spec.Subdomain != naming.PhysicalName(shop, "db") {
+	if db0.Spec.Hostname != "db-0" || db0.Spec.Subdomain != kubeoceanv1alpha1.PhysicalName(shop, "db") {
 		t.Errorf("physical db-0: hostname %q subdomain %q, want db-0 and the mirror of db", db0.Spec.Hostname, db0.Spec.Subdomain)
 	}
 	apiIP := mirrorOf(t, shop, "api").Spec.ClusterIP
@@ -202,7 +201,7 @@ func checkTwoVirtualClusters(t *testing.T, addr, dnsBin, upstream string) {
 	first := mirrorOf(t, stack.AppNamespace, "web").Spec.ClusterIP
 	var second2 string
 	waitFor(t, "the second binding's mirror of demo/web", func(ctx context.Context) (string, error) {
-		m, err := world.PhysicalKube.CoreV1().Services(w2.Mount).Get(ctx, naming.PhysicalName(stack.AppNamespace, "web"), metav1.GetOptions{})
+		m, err := world.PhysicalKube.CoreV1().Services(w2.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(stack.AppNamespace, "web"), metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), nil
 		}

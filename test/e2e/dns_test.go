@@ -21,7 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/stack"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -222,7 +221,7 @@ func mirrorOf(t *testing.T, namespace, name string) *corev1.Service {
 	var mirror *corev1.Service
 	waitFor(t, "the mirror of "+namespace+"/"+name, func(ctx context.Context) (string, error) {
 		var err error
-		mirror, err = world.PhysicalKube.CoreV1().Services(stack.MountNamespace).Get(ctx, naming.PhysicalName(namespace, name), metav1.GetOptions{})
+		mirror, err = world.PhysicalKube.CoreV1().Services(stack.MountNamespace).Get(ctx, kubeoceanv1alpha1.PhysicalName(namespace, name), metav1.GetOptions{})
 		if err != nil {
 			return err.Error(), nil
 		}
@@ -322,7 +321,7 @@ func setServiceNamespaces(t *testing.T, namespaces ...string) {
 // its name within 10 s.
 func checkDeletedService(t *testing.T, addr string) {
 	ctx := t.Context()
-	mirror := naming.PhysicalName(faraway, "remote")
+	mirror := kubeoceanv1alpha1.PhysicalName(faraway, "remote")
 	start := time.Now()
 	step(t, "delete Service remote", world.VirtualKube.CoreV1().Services(faraway).Delete(ctx, "remote", metav1.DeleteOptions{}))
 	deadline, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/kwokkubelet"
@@ -36,7 +35,7 @@ func TestForgedMappingReachesNoOtherPod(t *testing.T) {
 	_, err := s.VirtualKube.CoreV1().Pods("team-b").Create(ctx, tenantPod("team-b", "db-0", nil), metav1.CreateOptions{})
 	step(t, "create team-b/db-0", err)
 	waitMapped(t, "team-b", "db-0")
-	victimPod := naming.PhysicalName("team-b", "db-0")
+	victimPod := kubeoceanv1alpha1.PhysicalName("team-b", "db-0")
 	physicalPod, err := s.PhysicalKube.CoreV1().Pods(stack.MountNamespace).Get(ctx, victimPod, metav1.GetOptions{})
 	step(t, "get team-b's physical pod", err)
 	tokenSecret, err := s.PhysicalKube.CoreV1().Secrets(stack.MountNamespace).Get(ctx, podidentity.SecretName(victimPod), metav1.GetOptions{})

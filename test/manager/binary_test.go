@@ -25,7 +25,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/app"
 	"github.com/kubeocean/kubeocean/internal/manager"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -120,7 +119,7 @@ func TestManagerBinary(t *testing.T) {
 		// both hops of its sync are timed.
 		createNamespace(t, w.virtual, name)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "web"}, Spec: corev1.PodSpec{
-			NodeName:    naming.VirtualNodeName(name, name+"-node"),
+			NodeName:    kubeoceanv1alpha1.VirtualNodeName(name, name+"-node"),
 			Containers:  []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		}}

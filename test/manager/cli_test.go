@@ -25,7 +25,6 @@ import (
 
 	"github.com/kubeocean/kubeocean/internal/app"
 	"github.com/kubeocean/kubeocean/internal/manager"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -76,7 +75,7 @@ func TestKubeoceanCLI(t *testing.T) {
 	if err != nil || !strings.Contains(out, "ClusterBinding "+name+" is Ready") {
 		t.Fatalf("bind: %v\n%s", err, out)
 	}
-	vnode := naming.VirtualNodeName(name, node)
+	vnode := kubeoceanv1alpha1.VirtualNodeName(name, node)
 	waitFor(t, 60*time.Second, "virtual node "+vnode, func(ctx context.Context) (bool, error) {
 		_, err := w.virtual.CoreV1().Nodes().Get(ctx, vnode, metav1.GetOptions{})
 		return err == nil, err
@@ -106,7 +105,7 @@ func TestKubeoceanCLI(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = w.physical.CoreV1().Nodes().Delete(context.Background(), later, metav1.DeleteOptions{}) })
 	waitFor(t, 60*time.Second, "virtual node of "+later+" after the rotation", func(ctx context.Context) (bool, error) {
-		_, err := w.virtual.CoreV1().Nodes().Get(ctx, naming.VirtualNodeName(name, later), metav1.GetOptions{})
+		_, err := w.virtual.CoreV1().Nodes().Get(ctx, kubeoceanv1alpha1.VirtualNodeName(name, later), metav1.GetOptions{})
 		return err == nil, err
 	})
 	claimRefused(t, w, run, name, mountNamespace)

@@ -13,7 +13,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/app"
 	"github.com/kubeocean/kubeocean/internal/manager"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -137,7 +136,7 @@ func TestInProcess(t *testing.T) {
 			t.Errorf("no %s event (%v)", kubeoceanv1alpha1.EventUnbound, err)
 		}
 		// The manager kept the syncer running until it had cleaned up.
-		vnode := naming.VirtualNodeName("mgr-good", "mgr-good-node")
+		vnode := kubeoceanv1alpha1.VirtualNodeName("mgr-good", "mgr-good-node")
 		if _, err := w.virtual.CoreV1().Nodes().Get(t.Context(), vnode, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("virtual node %s outlived its binding (%v)", vnode, err)
 		}
@@ -174,7 +173,7 @@ func checkGoodBinding(t *testing.T, w *world) {
 			t.Errorf("condition %s = %+v", conditionType, c)
 		}
 	}
-	vnode := naming.VirtualNodeName(clusterID, node)
+	vnode := kubeoceanv1alpha1.VirtualNodeName(clusterID, node)
 	waitFor(t, 60*time.Second, "virtual node "+vnode+" exists", func(ctx context.Context) (bool, error) {
 		_, err := w.virtual.CoreV1().Nodes().Get(ctx, vnode, metav1.GetOptions{})
 		return err == nil, err

@@ -18,7 +18,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/app"
 	"github.com/kubeocean/kubeocean/internal/manager"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/remotecluster"
 )
 
@@ -54,7 +53,7 @@ func TestManagerCachesOnlyWhatItsBindingsUse(t *testing.T) {
 	w.waitPhase(t, name, kubeoceanv1alpha1.ClusterBindingReady, kubeoceanv1alpha1.ReasonReady, 60*time.Second)
 
 	t.Run("the syncer caches and runs only the pods on its virtual node", func(t *testing.T) {
-		checkPodScope(t, w, name, naming.VirtualNodeName(name, node), unrelatedPods, metrics)
+		checkPodScope(t, w, name, kubeoceanv1alpha1.VirtualNodeName(name, node), unrelatedPods, metrics)
 	})
 
 	t.Run("a change of the binding's Secret takes effect", func(t *testing.T) {
@@ -121,7 +120,7 @@ func checkPodScope(t *testing.T, w *world, binding, vnode string, unrelated int,
 			t.Fatal(err)
 		}
 	}
-	nodes := []string{"", ownNode.Name, naming.VirtualNodeName("mgr-other", "node-1")}
+	nodes := []string{"", ownNode.Name, kubeoceanv1alpha1.VirtualNodeName("mgr-other", "node-1")}
 	for i := range unrelated {
 		create(fmt.Sprintf("unrelated-%d", i), nodes[i%len(nodes)])
 	}
@@ -135,7 +134,7 @@ func checkPodScope(t *testing.T, w *world, binding, vnode string, unrelated int,
 
 	mount := "mount-" + binding
 	for _, name := range []string{"bound-at-creation", "bound-later"} {
-		physical := naming.PhysicalName(namespace, name)
+		physical := kubeoceanv1alpha1.PhysicalName(namespace, name)
 		waitFor(t, 60*time.Second, "physical pod of "+name, func(ctx context.Context) (bool, error) {
 			_, err := w.physical.CoreV1().Pods(mount).Get(ctx, physical, metav1.GetOptions{})
 			return err == nil, err

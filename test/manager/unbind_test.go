@@ -13,7 +13,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/app"
 	"github.com/kubeocean/kubeocean/internal/manager"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -47,7 +46,7 @@ func TestUnbindingLeavesNothing(t *testing.T) {
 		Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	vnode := naming.VirtualNodeName(clusterID, node)
+	vnode := kubeoceanv1alpha1.VirtualNodeName(clusterID, node)
 	waitFor(t, 60*time.Second, "the virtual node", func(ctx context.Context) (bool, error) {
 		_, err := w.virtual.CoreV1().Nodes().Get(ctx, vnode, metav1.GetOptions{})
 		return err == nil, err

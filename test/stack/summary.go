@@ -6,10 +6,10 @@ import (
 	"io"
 	"text/tabwriter"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 // WriteSummary prints what a person wants to see once the application
@@ -35,7 +35,7 @@ func (s *Stack) WriteSummary(ctx context.Context, w io.Writer) error {
 	for _, node := range nodes {
 		a := node.Status.Allocatable
 		fmt.Fprintf(table, "  %s\t%t\t%s\t%s\t%s\t%s\t%s\n", node.Name, nodeReady(&node),
-			a.Cpu(), a.Memory(), a.Pods(), naming.PhysicalNodeNameOf(&node), taints(node.Spec.Taints))
+			a.Cpu(), a.Memory(), a.Pods(), kubeoceanv1alpha1.PhysicalNodeNameOf(&node), taints(node.Spec.Taints))
 	}
 	if err := table.Flush(); err != nil {
 		return err

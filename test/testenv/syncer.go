@@ -21,7 +21,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	"github.com/kubeocean/kubeocean/internal/app"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 )
@@ -103,7 +102,7 @@ func (w *SyncerWorld) WaitSyncerExit(t *testing.T, timeout time.Duration) error 
 }
 
 func (w *SyncerWorld) VirtualNode(physical string) string {
-	return naming.VirtualNodeName(w.ClusterID, physical)
+	return kubeoceanv1alpha1.VirtualNodeName(w.ClusterID, physical)
 }
 
 // StartSyncer creates the kubeconfig Secret and the ClusterBinding, selecting

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -76,7 +75,7 @@ func TestClaimUsedAgainBinds(t *testing.T) {
 	})
 	claimedVolume(t, w, ns, "data", corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 		Driver: "csi.example.com", VolumeHandle: "vol-reuse"}})
-	volumeCopy, claimCopy := dependents.PhysicalPVName(ns+"-data"), naming.PhysicalName(ns, "data")
+	volumeCopy, claimCopy := dependents.PhysicalPVName(ns+"-data"), kubeoceanv1alpha1.PhysicalName(ns, "data")
 
 	first := waitCopiesBound(t, w, volumeCopy, claimCopy, "")
 	volume, err := w.Physical.CoreV1().PersistentVolumes().Get(t.Context(), volumeCopy, metav1.GetOptions{})

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -21,7 +22,7 @@ func waitPhysicalPod(t *testing.T, w *testenv.SyncerWorld, ns, name, what string
 	var physical *corev1.Pod
 	testenv.WaitFor(t, 60*time.Second, what, func(ctx context.Context) (bool, error) {
 		var err error
-		if physical, err = w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName(ns, name), metav1.GetOptions{}); err != nil {
+		if physical, err = w.Physical.CoreV1().Pods(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(ns, name), metav1.GetOptions{}); err != nil {
 			return false, err
 		}
 		return ok(physical)
@@ -71,7 +72,7 @@ func TestKubectlDebugReachesPhysicalPod(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	copyName := naming.PhysicalName(ns, "debug-settings")
+	copyName := kubeoceanv1alpha1.PhysicalName(ns, "debug-settings")
 	physical := waitPhysicalPod(t, w, ns, "web", "the physical pod has the debug container", func(p *corev1.Pod) (bool, error) {
 		for _, c := range p.Spec.EphemeralContainers {
 			if c.Name == "debugger" {
@@ -152,7 +153,7 @@ func TestVolumePluginSecretsCopied(t *testing.T) {
 	}
 	physical := waitPhysicalPod(t, w, ns, "app", "the physical pod exists", func(*corev1.Pod) (bool, error) { return true, nil })
 
-	copyName := naming.PhysicalName(ns, "store-creds")
+	copyName := kubeoceanv1alpha1.PhysicalName(ns, "store-creds")
 	var csi *corev1.CSIVolumeSource
 	for _, v := range physical.Spec.Volumes {
 		if v.Name == "secrets-store" {

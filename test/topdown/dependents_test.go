@@ -22,7 +22,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	"github.com/kubeocean/kubeocean/internal/events"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/copier"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
@@ -65,7 +64,7 @@ func TestDependents(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ensuring %s: %v", kind, err)
 		}
-		if want := naming.PhysicalName(e.ns, kind); name != want {
+		if want := kubeoceanv1alpha1.PhysicalName(e.ns, kind); name != want {
 			t.Errorf("%s copied as %q, want %q", kind, name, want)
 		}
 		copies[kind] = name
@@ -125,7 +124,7 @@ func newDependentsEnv(t *testing.T, ctx context.Context) *dependentsEnv {
 		virtualKube: virtualCluster.Clientset(), physicalKube: physicalCluster.Clientset(),
 		clusterID: "dep-" + suffix, ns: "dep-app-" + suffix, storageNS: "dep-storage-" + suffix, mountNS: "dep-mount-" + suffix,
 	}
-	e.node = naming.VirtualNodeName(e.clusterID, "worker")
+	e.node = kubeoceanv1alpha1.VirtualNodeName(e.clusterID, "worker")
 	t.Cleanup(e.cleanup)
 	return e
 }
@@ -369,25 +368,25 @@ func (e *dependentsEnv) checkCopies() {
 		}
 	}
 
-	cm := e.getConfigMap(e.physicalKube, e.mountNS, naming.PhysicalName(e.ns, "conf"))
+	cm := e.getConfigMap(e.physicalKube, e.mountNS, kubeoceanv1alpha1.PhysicalName(e.ns, "conf"))
 	if cm.Labels["app"] != "web" || cm.Labels[kubeoceanv1alpha1.LabelManagedBy] != kubeoceanv1alpha1.ManagedByKubeocean ||
 		cm.Annotations[kubeoceanv1alpha1.AnnotationVirtualName] != "conf" || cm.Annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace] != e.ns ||
 		cm.Data["greeting"] != "hello" {
 		t.Errorf("ConfigMap copy: labels %v, annotations %v, data %v", cm.Labels, cm.Annotations, cm.Data)
 	}
-	registry, err := p.Secrets(e.mountNS).Get(ctx, naming.PhysicalName(e.ns, "registry"), get)
+	registry, err := p.Secrets(e.mountNS).Get(ctx, kubeoceanv1alpha1.PhysicalName(e.ns, "registry"), get)
 	e.must(nil, err)
 	if registry.Type != corev1.SecretTypeDockerConfigJson || len(registry.Data[corev1.DockerConfigJsonKey]) == 0 {
 		t.Errorf("image-pull Secret copy: type %s", registry.Type)
 	}
-	e.must(p.Secrets(e.mountNS).Get(ctx, naming.PhysicalName(e.ns, "creds"), get))
+	e.must(p.Secrets(e.mountNS).Get(ctx, kubeoceanv1alpha1.PhysicalName(e.ns, "creds"), get))
 	csi, err := p.Secrets(e.storageNS).Get(ctx, "disk-creds", get)
 	e.must(nil, err)
 	if csi.Annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace] != e.storageNS || string(csi.Data["key"]) != "k" {
 		t.Errorf("CSI Secret copy: annotations %v", csi.Annotations)
 	}
 
-	claimCopy, volumeCopy := naming.PhysicalName(e.ns, "data"), dependents.PhysicalPVName(e.pvName())
+	claimCopy, volumeCopy := kubeoceanv1alpha1.PhysicalName(e.ns, "data"), dependents.PhysicalPVName(e.pvName())
 	claim, err := p.PersistentVolumeClaims(e.mountNS).Get(ctx, claimCopy, get)
 	e.must(nil, err)
 	if claim.Spec.VolumeName != volumeCopy {
@@ -420,7 +419,7 @@ func (e *dependentsEnv) resourceVersions(copies map[string]string) []string {
 // event, and left alone when the virtual ConfigMap is released.
 func (e *dependentsEnv) checkConflict(s *dependents.Syncer) {
 	t, ctx, opts := e.t, e.ctx, metav1.CreateOptions{}
-	physicalName := naming.PhysicalName(e.ns, "taken")
+	physicalName := kubeoceanv1alpha1.PhysicalName(e.ns, "taken")
 	e.must(e.physicalKube.CoreV1().ConfigMaps(e.mountNS).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: physicalName}, Data: map[string]string{"theirs": "1"}}, opts))
 	taken, err := e.virtualKube.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{

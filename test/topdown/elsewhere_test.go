@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -83,7 +82,7 @@ func TestServiceEndpointsElsewhere(t *testing.T) {
 		}
 		return false, fmt.Errorf("events %q", seen)
 	})
-	mirror := naming.PhysicalName(ns, "api")
+	mirror := kubeoceanv1alpha1.PhysicalName(ns, "api")
 	if slices := joinedSlices(ctx, t, a, mirror); len(slices) > 0 {
 		t.Fatalf("an isolated binding's mirror has joined slices: %+v", slices)
 	}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -33,9 +32,9 @@ func runIsolatedApp(t *testing.T, w *testenv.SyncerWorld, namespace string) *iso
 	t.Helper()
 	ctx := t.Context()
 	a := &isolatedApp{w: w, namespace: namespace, pod: "web", cm: "settings", secret: "creds", physicalNode: w.Binding + "-node"}
-	a.physicalPod = naming.PhysicalName(namespace, a.pod)
-	a.physicalConfigMap = naming.PhysicalName(namespace, a.cm)
-	a.physicalSecret = naming.PhysicalName(namespace, a.secret)
+	a.physicalPod = kubeoceanv1alpha1.PhysicalName(namespace, a.pod)
+	a.physicalConfigMap = kubeoceanv1alpha1.PhysicalName(namespace, a.cm)
+	a.physicalSecret = kubeoceanv1alpha1.PhysicalName(namespace, a.secret)
 	testenv.CreateNamespace(t, w.Virtual, namespace)
 	if _, err := w.Virtual.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: a.cm},
 		Data: map[string]string{"color": "blue"}}, metav1.CreateOptions{}); err != nil {

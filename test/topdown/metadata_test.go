@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
@@ -48,7 +47,7 @@ func waitPhysical(t *testing.T, w *testenv.SyncerWorld, namespace, name, what st
 	var physical *corev1.Pod
 	testenv.WaitFor(t, 60*time.Second, what, func(ctx context.Context) (bool, error) {
 		var err error
-		physical, err = w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName(namespace, name), metav1.GetOptions{})
+		physical, err = w.Physical.CoreV1().Pods(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(namespace, name), metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -132,7 +131,7 @@ func TestTenantMetadataCannotPassForThePhysicalClusters(t *testing.T) {
 		p.Spec.Allowances = &kubeoceanv1alpha1.WorkloadAllowances{LabelKeys: []string{"app"}}
 	})
 	testenv.WaitFor(t, 60*time.Second, "label app reaches the physical pod as it is", func(ctx context.Context) (bool, error) {
-		physical, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName(ns, "probe"), metav1.GetOptions{})
+		physical, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(ns, "probe"), metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -186,7 +185,7 @@ func TestRuntimeClassNeedsTheLendersAllowance(t *testing.T) {
 		p.Spec.Allowances = &kubeoceanv1alpha1.WorkloadAllowances{RuntimeClassNames: []string{"gvisor-rtc"}}
 	})
 	testenv.WaitFor(t, 60*time.Second, "the physical pod runs with its runtime class", func(ctx context.Context) (bool, error) {
-		physical, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName(ns, "sandboxed"), metav1.GetOptions{})
+		physical, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(ns, "sandboxed"), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			// A pod change retries a refused pod, whether or not the
 			// syncer wakes refused pods on a policy change.

@@ -24,7 +24,6 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
 	"github.com/kubeocean/kubeocean/internal/events"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/podstatus"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
@@ -52,7 +51,7 @@ func TestPodController(t *testing.T) {
 	virtualKube, physicalKube := e.virtualKube, e.physicalKube
 
 	virtual := e.createPod("app")
-	physicalName := naming.PhysicalName(e.virtualNS, "app")
+	physicalName := kubeoceanv1alpha1.PhysicalName(e.virtualNS, "app")
 
 	// The physical pod appears with the mapped names and kwok runs it;
 	// the virtual pod shows it Running.
@@ -102,7 +101,7 @@ func TestPodController(t *testing.T) {
 
 	// A physical pod deleted by hand fails its virtual pod.
 	e.createPod("lost")
-	lostName := naming.PhysicalName(e.virtualNS, "lost")
+	lostName := kubeoceanv1alpha1.PhysicalName(e.virtualNS, "lost")
 	lostPhysical := e.waitForPhysicalPod(lostName, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 	e.poll("virtual pod knows the physical UID", func(ctx context.Context) (bool, error) {
 		p, err := virtualKube.CoreV1().Pods(e.virtualNS).Get(ctx, "lost", metav1.GetOptions{})
@@ -141,7 +140,7 @@ func newPodEnv(t *testing.T, ctx context.Context) *podEnv {
 		clusterID: "pod-" + suffix, virtualNS: "pod-virtual-" + suffix, mountNS: "pod-mount-" + suffix,
 		physicalNode: "pod-node-" + suffix,
 	}
-	e.virtualNode = naming.VirtualNodeName(e.clusterID, e.physicalNode)
+	e.virtualNode = kubeoceanv1alpha1.VirtualNodeName(e.clusterID, e.physicalNode)
 
 	opts := metav1.CreateOptions{}
 	e.must(e.physicalKube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.mountNS}}, opts))
@@ -303,10 +302,10 @@ func (e *podEnv) checkPhysicalPod(virtual, physical *corev1.Pod) {
 	for _, v := range physical.Spec.Containers[0].Env {
 		env[v.Name] = v
 	}
-	if ref := env["GREETING"].ValueFrom; ref == nil || ref.ConfigMapKeyRef.Name != naming.PhysicalName(e.virtualNS, "app-config") {
+	if ref := env["GREETING"].ValueFrom; ref == nil || ref.ConfigMapKeyRef.Name != kubeoceanv1alpha1.PhysicalName(e.virtualNS, "app-config") {
 		t.Errorf("GREETING = %+v, want the physical ConfigMap", env["GREETING"])
 	}
-	if ref := env["PASSWORD"].ValueFrom; ref == nil || ref.SecretKeyRef.Name != naming.PhysicalName(e.virtualNS, "app-secret") {
+	if ref := env["PASSWORD"].ValueFrom; ref == nil || ref.SecretKeyRef.Name != kubeoceanv1alpha1.PhysicalName(e.virtualNS, "app-secret") {
 		t.Errorf("PASSWORD = %+v, want the physical Secret", env["PASSWORD"])
 	}
 	if env["POD_NAME"].Value != virtual.Name || env["KUBERNETES_SERVICE_HOST"].Value != "127.0.0.1" {
@@ -316,7 +315,7 @@ func (e *podEnv) checkPhysicalPod(virtual, physical *corev1.Pod) {
 		t.Errorf("automountServiceAccountToken = %v, want false", physical.Spec.AutomountServiceAccountToken)
 	}
 	for _, name := range []string{"app-config", "app-secret"} {
-		physicalName := naming.PhysicalName(e.virtualNS, name)
+		physicalName := kubeoceanv1alpha1.PhysicalName(e.virtualNS, name)
 		_, cmErr := e.physicalKube.CoreV1().ConfigMaps(e.mountNS).Get(e.ctx, physicalName, metav1.GetOptions{})
 		_, secretErr := e.physicalKube.CoreV1().Secrets(e.mountNS).Get(e.ctx, physicalName, metav1.GetOptions{})
 		if cmErr != nil && secretErr != nil {

@@ -15,7 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -175,7 +174,7 @@ func TestRecreatedBindingSaysWhatBlocksIt(t *testing.T) {
 	pod := workload(ns, "db-0", w.ClusterID, nil)
 	blocker := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: w.Mount, Name: naming.PhysicalName(ns, "db-0"),
+			Namespace: w.Mount, Name: kubeoceanv1alpha1.PhysicalName(ns, "db-0"),
 			Labels: map[string]string{
 				kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean,
 				kubeoceanv1alpha1.LabelClusterID: w.ClusterID, kubeoceanv1alpha1.LabelBindingUID: "uid-of-a-deleted-binding",

@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/provision"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -223,7 +222,7 @@ func volumesOf(ctx context.Context, w *testenv.SyncerWorld, ns, pod, claim strin
 	}
 	v.phyPV, v.path = physical.Name, physical.Spec.HostPath.Path
 	// What the running pod mounts: the holder.
-	physicalPod, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName(ns, pod), metav1.GetOptions{})
+	physicalPod, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(ns, pod), metav1.GetOptions{})
 	if err != nil {
 		return v, fmt.Errorf("physical pod: %w", err)
 	}
@@ -236,7 +235,7 @@ func volumesOf(ctx context.Context, w *testenv.SyncerWorld, ns, pod, claim strin
 	if len(mounted) != 1 || mounted[0] != holder.Name {
 		return v, fmt.Errorf("the physical pod mounts claims %v, want the holder %s", mounted, holder.Name)
 	}
-	if _, err := w.Physical.CoreV1().PersistentVolumeClaims(w.Mount).Get(ctx, naming.PhysicalName(ns, claim), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := w.Physical.CoreV1().PersistentVolumeClaims(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(ns, claim), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		return v, fmt.Errorf("a copy of claim %s exists in the physical cluster (%v)", claim, err)
 	}
 	all, err := w.Physical.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})

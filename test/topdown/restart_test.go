@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -88,7 +87,7 @@ func TestRestartDuringCreation(t *testing.T) {
 	seen := map[string]bool{}
 	for _, p := range physical.Items {
 		virtualName := p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodName]
-		if p.Name != naming.PhysicalName(ns, virtualName) || seen[virtualName] {
+		if p.Name != kubeoceanv1alpha1.PhysicalName(ns, virtualName) || seen[virtualName] {
 			t.Errorf("physical pod %s maps to %q: duplicate or misnamed", p.Name, virtualName)
 		}
 		seen[virtualName] = true

@@ -15,13 +15,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
 // getMirror reads the physical mirror of a virtual Service.
 func getMirror(ctx context.Context, w *testenv.SyncerWorld, namespace, name string) (*corev1.Service, error) {
-	return w.Physical.CoreV1().Services(w.Mount).Get(ctx, naming.PhysicalName(namespace, name), metav1.GetOptions{})
+	return w.Physical.CoreV1().Services(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(namespace, name), metav1.GetOptions{})
 }
 
 func createService(t *testing.T, w *testenv.SyncerWorld, s *corev1.Service) {
@@ -116,7 +115,7 @@ func TestServiceMirrors(t *testing.T) {
 		}
 		return len(pods.Items) == 2, fmt.Errorf("%d pods", len(pods.Items))
 	})
-	physical, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName(ns, "web-0"), metav1.GetOptions{})
+	physical, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(ns, "web-0"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

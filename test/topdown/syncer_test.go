@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -106,7 +105,7 @@ func TestSyncerTopDown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	physicalName := naming.PhysicalName(ns, "web")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "web")
 	t.Run("the pod runs in the physical cluster with every name mapped", func(t *testing.T) {
 		testenv.WaitFor(t, 60*time.Second, "the virtual pod reports Running", func(ctx context.Context) (bool, error) {
 			p, err := w.Virtual.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -122,13 +121,13 @@ func TestSyncerTopDown(t *testing.T) {
 		if physical.Spec.NodeName != "td-node" || physical.Labels[kubeoceanv1alpha1.LabelManagedBy] != kubeoceanv1alpha1.ManagedByKubeocean {
 			t.Errorf("physical pod on %q with labels %v", physical.Spec.NodeName, physical.Labels)
 		}
-		if got, want := physical.Spec.ImagePullSecrets[0].Name, naming.PhysicalName(ns, "registry"); got != want {
+		if got, want := physical.Spec.ImagePullSecrets[0].Name, kubeoceanv1alpha1.PhysicalName(ns, "registry"); got != want {
 			t.Errorf("imagePullSecret %q, want %q", got, want)
 		}
-		if got, want := physical.Spec.Containers[0].EnvFrom[0].SecretRef.Name, naming.PhysicalName(ns, "creds"); got != want {
+		if got, want := physical.Spec.Containers[0].EnvFrom[0].SecretRef.Name, kubeoceanv1alpha1.PhysicalName(ns, "creds"); got != want {
 			t.Errorf("envFrom secret %q, want %q", got, want)
 		}
-		for _, name := range []string{naming.PhysicalName(ns, "creds"), naming.PhysicalName(ns, "registry")} {
+		for _, name := range []string{kubeoceanv1alpha1.PhysicalName(ns, "creds"), kubeoceanv1alpha1.PhysicalName(ns, "registry")} {
 			if _, err := w.Physical.CoreV1().Secrets(w.Mount).Get(ctx, name, metav1.GetOptions{}); err != nil {
 				t.Errorf("physical Secret %s: %v", name, err)
 			}
@@ -145,7 +144,7 @@ func TestSyncerTopDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.WaitFor(t, 30*time.Second, "the physical ConfigMap turns green", func(ctx context.Context) (bool, error) {
-			copy, err := w.Physical.CoreV1().ConfigMaps(w.Mount).Get(ctx, naming.PhysicalName(ns, "settings"), metav1.GetOptions{})
+			copy, err := w.Physical.CoreV1().ConfigMaps(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(ns, "settings"), metav1.GetOptions{})
 			return err == nil && copy.Data["color"] == "green", err
 		})
 	})

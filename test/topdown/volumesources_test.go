@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -74,8 +73,8 @@ func claimedVolume(t *testing.T, w *testenv.SyncerWorld, ns, name string, source
 func nothingPhysicalFor(t *testing.T, w *testenv.SyncerWorld, ns, name string) {
 	t.Helper()
 	ctx := t.Context()
-	_, errPod := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, naming.PhysicalName(ns, name), metav1.GetOptions{})
-	_, errPVC := w.Physical.CoreV1().PersistentVolumeClaims(w.Mount).Get(ctx, naming.PhysicalName(ns, name), metav1.GetOptions{})
+	_, errPod := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(ns, name), metav1.GetOptions{})
+	_, errPVC := w.Physical.CoreV1().PersistentVolumeClaims(w.Mount).Get(ctx, kubeoceanv1alpha1.PhysicalName(ns, name), metav1.GetOptions{})
 	_, errPV := w.Physical.CoreV1().PersistentVolumes().Get(ctx, dependents.PhysicalPVName(ns+"-"+name), metav1.GetOptions{})
 	for what, err := range map[string]error{"pod": errPod, "claim": errPVC, "volume": errPV} {
 		if !apierrors.IsNotFound(err) {

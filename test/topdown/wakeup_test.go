@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
 
@@ -55,7 +54,7 @@ func TestPodStartsWhenItsConfigMapAppears(t *testing.T) {
 		Data: map[string]string{"color": "green"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	physicalName := naming.PhysicalName(ns, "late")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "late")
 	testenv.WaitFor(t, 3*time.Second, "the physical pod exists soon after its ConfigMap appeared", func(ctx context.Context) (bool, error) {
 		_, err := w.Physical.CoreV1().Pods(w.Mount).Get(ctx, physicalName, metav1.GetOptions{})
 		return err == nil, err

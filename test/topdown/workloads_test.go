@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/testenv"
 )
@@ -80,7 +79,7 @@ func eventsFor(t *testing.T, w *testenv.SyncerWorld, ns, name, reason string) in
 
 func physicalPodExists(t *testing.T, w *testenv.SyncerWorld, ns, name string) bool {
 	t.Helper()
-	_, err := w.Physical.CoreV1().Pods(w.Mount).Get(t.Context(), naming.PhysicalName(ns, name), metav1.GetOptions{})
+	_, err := w.Physical.CoreV1().Pods(w.Mount).Get(t.Context(), kubeoceanv1alpha1.PhysicalName(ns, name), metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ const (
 	// AnnotationPhysicalNodeName on a virtual node (and its CSINode) holds
 	// the physical node's name, which may be longer than a label value; the
 	// label of the same key is set only when the name fits one. Read both
-	// through naming.PhysicalNodeNameOf.
+	// through PhysicalNodeNameOf.
 	AnnotationPhysicalNodeName = "kubeocean.io/physical-node-name"
 
 	// LabelBindingUID on every object a syncer creates in the physical
@@ -205,7 +205,7 @@ const (
 	FinalizerResourceLeasingPolicy = "kubeocean.io/policy-reclaim"
 
 	// Service mirrors (docs/networking.md). A mirror is a Service in the
-	// mount namespace, named naming.PhysicalName(namespace, name) of its
+	// mount namespace, named PhysicalName(namespace, name) of its
 	// virtual Service, carrying the binding's identity labels and the
 	// annotations AnnotationVirtualName and AnnotationVirtualNamespace.
 	// The EndpointSlices the syncer writes for a mirror whose virtual
@@ -319,4 +319,24 @@ const (
 	// AppManagedByManager it selects what the manager keeps.
 	LabelAppManagedBy   = "app.kubernetes.io/managed-by"
 	AppManagedByManager = "kubeocean-manager"
+)
+
+// How a tenant's pod labels and annotations reach the physical pod: keys
+// under kubeocean.io are renamed so that a tenant cannot set what the
+// physical cluster (or Kubeocean) reads there, and the originals are kept
+// in two annotations.
+const (
+	// LabelDomain is the prefix of a tenant's label keys translated
+	// readably.
+	LabelDomain = "label." + GroupName
+	// HashedLabelDomain is the prefix of a tenant's label keys too long to
+	// translate readably; the name is a hash of the original key.
+	HashedLabelDomain = "label-hash." + GroupName
+	// AnnotationVirtualLabels on a physical pod holds the virtual pod's
+	// labels, as a JSON object, under their original keys.
+	AnnotationVirtualLabels = GroupName + "/virtual-labels"
+	// AnnotationVirtualAnnotations on a physical pod holds the virtual
+	// pod's annotations (but the mapping Kubeocean records on it), as a
+	// JSON object, under their original keys.
+	AnnotationVirtualAnnotations = GroupName + "/virtual-annotations"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/kubeocean/kubeocean/internal/naming"
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // Data is what a template can use.
@@ -43,7 +43,7 @@ func ObjectName(binding string) string {
 	if len(name) <= 63 {
 		return name
 	}
-	return naming.PhysicalName("", name)
+	return kubeoceanv1alpha1.PhysicalName("", name)
 }
 
 // Templates are the parsed templates of one folder.

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 // requestError is an answer to a request that must not reach the physical
@@ -72,7 +71,7 @@ func (r *resolver) pod(node, namespace, name, container string) (physicalPod, er
 	if pod.Spec.NodeName != node {
 		return physicalPod{}, notFound("pod %s/%s does not run on node %s", namespace, name, node)
 	}
-	target := physicalPod{Namespace: r.mountNamespace, Name: naming.PhysicalName(namespace, name), Node: node}
+	target := physicalPod{Namespace: r.mountNamespace, Name: kubeoceanv1alpha1.PhysicalName(namespace, name), Node: node}
 	if claimed := claimedTarget(pod); claimed != (physicalPod{}) && (claimed.Namespace != target.Namespace || claimed.Name != target.Name) {
 		if r.recorder != nil {
 			r.recorder.Eventf(pod, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonPhysicalPodMappingRefused,

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 // Node stats name the virtual pods of the binding's physical pods on the
@@ -71,9 +70,9 @@ func TestResolveTrustsOnlyWhatThePhysicalPodRecords(t *testing.T) {
 	victim := virtualPod("team-b", "db-0", testNode, true)
 	forger := virtualPod("team-a", "probe", testNode, false)
 	forger.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = testMount
-	forger.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = naming.PhysicalName("team-b", "db-0")
+	forger.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = kubeoceanv1alpha1.PhysicalName("team-b", "db-0")
 	halfForged := virtualPod("team-a", "half", testNode, false)
-	halfForged.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = naming.PhysicalName("team-b", "db-0")
+	halfForged.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = kubeoceanv1alpha1.PhysicalName("team-b", "db-0")
 	reborn := virtualPod("team-a", "web", testNode, true)
 	earlier := physicalTwin(reborn)
 	earlier.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "uid-of-an-earlier-pod"
@@ -98,7 +97,7 @@ func TestResolveTrustsOnlyWhatThePhysicalPodRecords(t *testing.T) {
 		mountNamespace: testMount, recorder: recorder}
 
 	target, err := r.pod(testNode, "team-b", "db-0", "app")
-	if err != nil || target.Name != naming.PhysicalName("team-b", "db-0") || target.Namespace != testMount {
+	if err != nil || target.Name != kubeoceanv1alpha1.PhysicalName("team-b", "db-0") || target.Namespace != testMount {
 		t.Fatalf("the victim's own pod: %+v, %v", target, err)
 	}
 	for _, tc := range []struct {
@@ -114,7 +113,7 @@ func TestResolveTrustsOnlyWhatThePhysicalPodRecords(t *testing.T) {
 		case e := <-recorder.Events:
 			if !tc.event {
 				t.Errorf("%s/%s: unexpected event %q", tc.pod.Namespace, tc.pod.Name, e)
-			} else if !strings.Contains(e, "Warning "+kubeoceanv1alpha1.ReasonPhysicalPodMappingRefused) || !strings.Contains(e, naming.PhysicalName("team-b", "db-0")) {
+			} else if !strings.Contains(e, "Warning "+kubeoceanv1alpha1.ReasonPhysicalPodMappingRefused) || !strings.Contains(e, kubeoceanv1alpha1.PhysicalName("team-b", "db-0")) {
 				t.Errorf("%s/%s: event %q", tc.pod.Namespace, tc.pod.Name, e)
 			}
 		default:

@@ -16,7 +16,6 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 // nodeServer is the kubelet API of one virtual node.
@@ -145,7 +144,7 @@ func (s *nodeServer) physicalNode() (string, error) {
 	}
 	// A name over 63 characters fits no label value: it is in the
 	// annotation only.
-	name := naming.PhysicalNodeNameOf(node)
+	name := kubeoceanv1alpha1.PhysicalNodeNameOf(node)
 	if name == "" {
 		return "", notFound("node %s has no physical node", s.node)
 	}

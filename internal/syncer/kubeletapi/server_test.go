@@ -25,7 +25,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 const (
@@ -61,7 +60,7 @@ func virtualPod(ns, name, node string, mapped bool) *corev1.Pod {
 	}
 	if mapped {
 		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = testMount
-		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = naming.PhysicalName(ns, name)
+		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = kubeoceanv1alpha1.PhysicalName(ns, name)
 	}
 	return pod
 }
@@ -70,7 +69,7 @@ func virtualPod(ns, name, node string, mapped bool) *corev1.Pod {
 // the physical name rule, recording the virtual pod it was made for.
 func physicalTwin(virtual *corev1.Pod) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Namespace: testMount, Name: naming.PhysicalName(virtual.Namespace, virtual.Name),
+		Namespace: testMount, Name: kubeoceanv1alpha1.PhysicalName(virtual.Namespace, virtual.Name),
 		Annotations: map[string]string{
 			kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtual.Namespace,
 			kubeoceanv1alpha1.AnnotationVirtualPodName:      virtual.Name,
@@ -243,7 +242,7 @@ func TestAuthorizationOfEachRoute(t *testing.T) {
 // the syncer's credentials instead of the caller's.
 func TestStreamProxy(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		want := "/api/v1/namespaces/" + testMount + "/pods/" + naming.PhysicalName("a", "web") + "/exec"
+		want := "/api/v1/namespaces/" + testMount + "/pods/" + kubeoceanv1alpha1.PhysicalName("a", "web") + "/exec"
 		if r.URL.Path != want || r.URL.Query().Get("container") != "app" || r.URL.Query().Get("command") != "date" || r.URL.Query().Get("stdout") != "1" || r.URL.Query().Has("output") ||
 			r.Header.Get("Authorization") != "Bearer syncer" {
 			http.Error(w, fmt.Sprintf("unexpected %s %v %q", r.URL.Path, r.URL.Query(), r.Header.Get("Authorization")), http.StatusTeapot)

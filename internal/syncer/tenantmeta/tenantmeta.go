@@ -12,8 +12,8 @@
 //     "label.kubeocean.io/app.kubernetes.io_name"), hashed when it does not
 //     ("label-hash.kubeocean.io/<sha256 prefix>");
 //   - tenant annotations are carried only inside one JSON annotation,
-//     AnnotationVirtualAnnotations, and the original labels in another,
-//     AnnotationVirtualLabels, so that every original stays readable;
+//     kubeoceanv1alpha1.AnnotationVirtualAnnotations, and the original labels in another,
+//     kubeoceanv1alpha1.AnnotationVirtualLabels, so that every original stays readable;
 //   - keys that the lender allows (ResourceLeasingPolicy.spec.allowances)
 //     are carried as they are as well; a key of Kubeocean's domain never is.
 //
@@ -33,24 +33,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 const (
-	// LabelDomain is the prefix of a tenant's label keys translated
-	// readably.
-	LabelDomain = "label.kubeocean.io"
-	// HashedLabelDomain is the prefix of a tenant's label keys too long to
-	// translate readably; the name is a hash of the original key.
-	HashedLabelDomain = "label-hash.kubeocean.io"
-
-	// AnnotationVirtualLabels on a physical pod holds the virtual pod's
-	// labels, as a JSON object, under their original keys.
-	AnnotationVirtualLabels = "kubeocean.io/virtual-labels"
-	// AnnotationVirtualAnnotations on a physical pod holds the virtual
-	// pod's annotations (but the mapping Kubeocean records on it), as a
-	// JSON object, under their original keys.
-	AnnotationVirtualAnnotations = "kubeocean.io/virtual-annotations"
-
 	// maxNameLength is the longest name part of a label key.
 	maxNameLength = 63
 	// hashLength hex digits of SHA-256 (160 bits) name a hashed key.
@@ -63,13 +50,13 @@ const (
 // "_", and a name starts with an alphanumeric, so the first "_" of the two
 // forms is told apart: "_" followed by "_" in the first, by an alphanumeric
 // in the second). When that does not fit 63 characters, the key is hashed
-// under HashedLabelDomain, which no readable form can produce.
+// under kubeoceanv1alpha1.HashedLabelDomain, which no readable form can produce.
 func LabelKey(key string) string {
 	if name, ok := readableName(key); ok {
-		return LabelDomain + "/" + name
+		return kubeoceanv1alpha1.LabelDomain + "/" + name
 	}
 	sum := sha256.Sum256([]byte(key))
-	return HashedLabelDomain + "/" + hex.EncodeToString(sum[:])[:hashLength]
+	return kubeoceanv1alpha1.HashedLabelDomain + "/" + hex.EncodeToString(sum[:])[:hashLength]
 }
 
 func readableName(key string) (string, bool) {
@@ -84,9 +71,9 @@ func readableName(key string) (string, bool) {
 
 // VirtualLabelKey is the original key of a readably translated label key,
 // and false for any other key (a hashed one is read from
-// AnnotationVirtualLabels).
+// kubeoceanv1alpha1.AnnotationVirtualLabels).
 func VirtualLabelKey(physicalKey string) (string, bool) {
-	name, ok := strings.CutPrefix(physicalKey, LabelDomain+"/")
+	name, ok := strings.CutPrefix(physicalKey, kubeoceanv1alpha1.LabelDomain+"/")
 	if !ok || name == "" {
 		return "", false
 	}
@@ -132,10 +119,10 @@ func (t Translator) Labels(virtual map[string]string) map[string]string {
 func (t Translator) Annotations(labels, annotations map[string]string) map[string]string {
 	out := make(map[string]string, 2)
 	if len(labels) > 0 {
-		out[AnnotationVirtualLabels] = encode(labels)
+		out[kubeoceanv1alpha1.AnnotationVirtualLabels] = encode(labels)
 	}
 	if len(annotations) > 0 {
-		out[AnnotationVirtualAnnotations] = encode(annotations)
+		out[kubeoceanv1alpha1.AnnotationVirtualAnnotations] = encode(annotations)
 	}
 	for k, v := range annotations {
 		if allows(t.AnnotationAllowed, k) {
@@ -175,9 +162,9 @@ func Originals(physicalAnnotations map[string]string) (labels, annotations map[s
 		var m map[string]string
 		return m, json.Unmarshal([]byte(data), &m)
 	}
-	if labels, err = decode(AnnotationVirtualLabels); err != nil {
+	if labels, err = decode(kubeoceanv1alpha1.AnnotationVirtualLabels); err != nil {
 		return nil, nil, err
 	}
-	annotations, err = decode(AnnotationVirtualAnnotations)
+	annotations, err = decode(kubeoceanv1alpha1.AnnotationVirtualAnnotations)
 	return labels, annotations, err
 }

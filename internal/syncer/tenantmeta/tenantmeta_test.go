@@ -31,7 +31,7 @@ func testKeys() []string {
 	// A tenant who computes the hashed form of a long key and writes it
 	// as a key of its own.
 	hashed := LabelKey(longestKey)
-	keys = append(keys, hashed, strings.TrimPrefix(hashed, HashedLabelDomain+"/"))
+	keys = append(keys, hashed, strings.TrimPrefix(hashed, kubeoceanv1alpha1.HashedLabelDomain+"/"))
 	return keys
 }
 
@@ -42,11 +42,11 @@ func TestLabelKey(t *testing.T) {
 		"app.kubernetes.io/name":            "label.kubeocean.io/app.kubernetes.io_name",
 		"kubeocean.io/managed-by":           "label.kubeocean.io/kubeocean.io_managed-by",
 		strings.Repeat("n", 63):             "label.kubeocean.io/" + strings.Repeat("n", 63),
-		strings.Repeat("n", 32) + "_" + "x": HashedLabelDomain + "/", // 35 → 36 with the doubled "_": fits
+		strings.Repeat("n", 32) + "_" + "x": kubeoceanv1alpha1.HashedLabelDomain + "/", // 35 → 36 with the doubled "_": fits
 	} {
 		got := LabelKey(key)
 		if strings.HasSuffix(want, "/") {
-			if !strings.HasPrefix(got, LabelDomain+"/") {
+			if !strings.HasPrefix(got, kubeoceanv1alpha1.LabelDomain+"/") {
 				t.Errorf("LabelKey(%q) = %q, want it readable", key, got)
 			}
 			continue
@@ -56,7 +56,7 @@ func TestLabelKey(t *testing.T) {
 		}
 	}
 	for _, key := range []string{longPrefix + "/team", longestKey, strings.Repeat("n", 40) + "_" + strings.Repeat("m", 22)} {
-		if got := LabelKey(key); !strings.HasPrefix(got, HashedLabelDomain+"/") || len(got) != len(HashedLabelDomain)+1+hashLength {
+		if got := LabelKey(key); !strings.HasPrefix(got, kubeoceanv1alpha1.HashedLabelDomain+"/") || len(got) != len(kubeoceanv1alpha1.HashedLabelDomain)+1+hashLength {
 			t.Errorf("LabelKey(%q) = %q, want it hashed", key, got)
 		}
 	}
@@ -81,14 +81,14 @@ func TestLabelKeysAreValidDistinctAndRoundTrip(t *testing.T) {
 			t.Errorf("LabelKey(%q) = LabelKey(%q) = %q", key, other, physical)
 		}
 		seen[physical] = key
-		if !strings.HasPrefix(physical, LabelDomain+"/") && !strings.HasPrefix(physical, HashedLabelDomain+"/") {
+		if !strings.HasPrefix(physical, kubeoceanv1alpha1.LabelDomain+"/") && !strings.HasPrefix(physical, kubeoceanv1alpha1.HashedLabelDomain+"/") {
 			t.Errorf("LabelKey(%q) = %q, not under Kubeocean's domain", key, physical)
 		}
 		back, readable := VirtualLabelKey(physical)
 		switch {
 		case readable && back != key:
 			t.Errorf("VirtualLabelKey(LabelKey(%q)) = %q", key, back)
-		case !readable && strings.HasPrefix(physical, LabelDomain+"/"):
+		case !readable && strings.HasPrefix(physical, kubeoceanv1alpha1.LabelDomain+"/"):
 			t.Errorf("VirtualLabelKey(%q) cannot read a readable key", physical)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 const (
@@ -29,7 +28,7 @@ func labels() map[string]string {
 func mirror(namespace, name string, spec corev1.ServiceSpec) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: naming.PhysicalName(namespace, name), Namespace: mountNamespace, Labels: labels(),
+			Name: kubeoceanv1alpha1.PhysicalName(namespace, name), Namespace: mountNamespace, Labels: labels(),
 			Annotations: map[string]string{kubeoceanv1alpha1.AnnotationVirtualName: name, kubeoceanv1alpha1.AnnotationVirtualNamespace: namespace},
 		},
 		Spec: spec,

@@ -14,7 +14,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanclient "github.com/kubeocean/kubeocean/generated/clientset/versioned"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 	"github.com/kubeocean/kubeocean/test/controlplane"
 	"github.com/kubeocean/kubeocean/test/testenv"
@@ -431,7 +430,7 @@ func (b *bench) throughput(ctx context.Context) (r burst, err error) {
 	start := time.Now()
 	err = benchenv.ForEach(b.cfg.pods, func(i int) error {
 		name := fmt.Sprintf("pod-%04d", i)
-		node := naming.VirtualNodeName(clusterID, nodeName(i%b.cfg.nodes))
+		node := kubeoceanv1alpha1.VirtualNodeName(clusterID, nodeName(i%b.cfg.nodes))
 		if _, err := b.virtualKube.CoreV1().Pods(virtualNS).Create(ctx, benchPod(virtualNS, name, node, b.cfg.tokens), metav1.CreateOptions{}); err != nil {
 			return err
 		}

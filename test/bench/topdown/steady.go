@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/test/bench/benchenv"
 )
 
@@ -34,7 +35,7 @@ func (b *bench) steady(ctx context.Context) (create, status latency, w window, e
 	for i := range b.cfg.steadyPods {
 		<-ticker.C
 		name := fmt.Sprintf("steady-%04d", i)
-		pod := benchPod(virtualNS, name, naming.VirtualNodeName(clusterID, nodeName(i%b.cfg.nodes)), b.cfg.tokens)
+		pod := benchPod(virtualNS, name, kubeoceanv1alpha1.VirtualNodeName(clusterID, nodeName(i%b.cfg.nodes)), b.cfg.tokens)
 		pod.Labels["app"] = "steady"
 		go func() {
 			if _, err := b.virtualKube.CoreV1().Pods(virtualNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {

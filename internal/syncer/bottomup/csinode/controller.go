@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -120,7 +119,7 @@ func (c *Controller) physicalCSINodeHandler() controller.Handler[*storagev1.CSIN
 		Enqueue: c.Enqueue,
 		Keys:    func(csiNode *storagev1.CSINode) []string { return []string{csiNode.Name} },
 		Filter: func(csiNode *storagev1.CSINode) bool {
-			_, err := c.virtualNodes.Get(naming.VirtualNodeName(c.clusterID, csiNode.Name))
+			_, err := c.virtualNodes.Get(kubeoceanv1alpha1.VirtualNodeName(c.clusterID, csiNode.Name))
 			return err == nil
 		},
 		Changed: func(oldCSINode, newCSINode *storagev1.CSINode) bool {
@@ -147,7 +146,7 @@ func (c *Controller) virtualNodeHandler() controller.Handler[*corev1.Node, strin
 		Keys:    physicalNodeKeys[*corev1.Node],
 		Filter:  func(node *corev1.Node) bool { return c.owns(node) },
 		Changed: func(oldNode, newNode *corev1.Node) bool {
-			return naming.PhysicalNodeNameOf(oldNode) != naming.PhysicalNodeNameOf(newNode) ||
+			return kubeoceanv1alpha1.PhysicalNodeNameOf(oldNode) != kubeoceanv1alpha1.PhysicalNodeNameOf(newNode) ||
 				c.owns(oldNode) != c.owns(newNode)
 		},
 	}
@@ -158,7 +157,7 @@ func physicalNodeKeys[T interface {
 	GetLabels() map[string]string
 	GetAnnotations() map[string]string
 }](obj T) []string {
-	if name := naming.PhysicalNodeNameOf(obj); name != "" {
+	if name := kubeoceanv1alpha1.PhysicalNodeNameOf(obj); name != "" {
 		return []string{name}
 	}
 	return nil

@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/nodeowner"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -22,7 +21,7 @@ import (
 // the physical CSINode while both the virtual node and the physical CSINode
 // exist, and removes it otherwise.
 func (c *Controller) reconcile(ctx context.Context, physicalName string) (controller.Result, error) {
-	virtualName := naming.VirtualNodeName(c.clusterID, physicalName)
+	virtualName := kubeoceanv1alpha1.VirtualNodeName(c.clusterID, physicalName)
 	existing, err := orNil(c.virtualCSINodes.Get(virtualName))
 	if err != nil {
 		return controller.Result{}, err
@@ -31,7 +30,7 @@ func (c *Controller) reconcile(ctx context.Context, physicalName string) (contro
 	if err != nil {
 		return controller.Result{}, err
 	}
-	if node != nil && (!c.owns(node) || naming.PhysicalNodeNameOf(node) != physicalName) {
+	if node != nil && (!c.owns(node) || kubeoceanv1alpha1.PhysicalNodeNameOf(node) != physicalName) {
 		node = nil
 	}
 	physical, err := orNil(c.physicalCSINodes.Get(physicalName))
@@ -77,7 +76,7 @@ func (c *Controller) mirror(current *storagev1.CSINode, node *corev1.Node, drive
 	if csiNode.Annotations == nil {
 		csiNode.Annotations = map[string]string{}
 	}
-	naming.SetPhysicalNodeName(csiNode.Labels, csiNode.Annotations, naming.PhysicalNodeNameOf(node))
+	kubeoceanv1alpha1.SetPhysicalNodeName(csiNode.Labels, csiNode.Annotations, kubeoceanv1alpha1.PhysicalNodeNameOf(node))
 	csiNode.OwnerReferences = nodeowner.Set(csiNode.OwnerReferences, node)
 	var complete bool
 	csiNode.Spec.Drivers, complete = stepTowards(csiNode.Spec.Drivers, drivers, allocatableMutable)
@@ -180,6 +179,6 @@ func (c *Controller) deleteMirror(ctx context.Context, existing *storagev1.CSINo
 func (c *Controller) conflict(node *corev1.Node, existing *storagev1.CSINode) error {
 	c.recorder.Eventf(node, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonCSINodeConflict,
 		"CSINode %s exists and is not managed by kubeocean cluster %q; the CSI drivers of physical node %s are not mirrored",
-		existing.Name, c.clusterID, naming.PhysicalNodeNameOf(node))
+		existing.Name, c.clusterID, kubeoceanv1alpha1.PhysicalNodeNameOf(node))
 	return controller.Terminal(fmt.Errorf("CSINode %s is not managed by kubeocean cluster %q; leaving it alone", existing.Name, c.clusterID))
 }

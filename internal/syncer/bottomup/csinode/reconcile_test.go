@@ -22,7 +22,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -32,7 +31,7 @@ const (
 	physicalName  = "worker-1"
 )
 
-var virtualName = naming.VirtualNodeName(testClusterID, physicalName)
+var virtualName = kubeoceanv1alpha1.VirtualNodeName(testClusterID, physicalName)
 
 // fixture is a controller over seeded indexers; writes go to a fake
 // clientset of the virtual cluster, whose actions the tests assert on.

@@ -16,7 +16,6 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 )
 
@@ -32,8 +31,8 @@ const (
 )
 
 var (
-	physicalName = naming.PhysicalName(virtualNS, virtualName)
-	virtualNode  = naming.VirtualNodeName(testClusterID, physicalNode)
+	physicalName = kubeoceanv1alpha1.PhysicalName(virtualNS, virtualName)
+	virtualNode  = kubeoceanv1alpha1.VirtualNodeName(testClusterID, physicalNode)
 	testOwner    = ownership.Owner{ClusterID: testClusterID, BindingUID: testBinding}
 	started      = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 )
@@ -62,7 +61,7 @@ func virtualPod() *corev1.Pod {
 func lentNode() *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: virtualNode, UID: "vnode-uid",
 		Labels: map[string]string{kubeoceanv1alpha1.LabelClusterID: testClusterID}, Annotations: map[string]string{}}}
-	naming.SetPhysicalNodeName(n.Labels, n.Annotations, physicalNode)
+	kubeoceanv1alpha1.SetPhysicalNodeName(n.Labels, n.Annotations, physicalNode)
 	return n
 }
 

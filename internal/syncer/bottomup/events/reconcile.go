@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -89,7 +88,7 @@ func (c *Controller) podTarget(e *corev1.Event) (target, bool) {
 		hosts: map[string]string{},
 	}
 	if node := physical.Spec.NodeName; node != "" {
-		t.names[node] = naming.VirtualNodeName(c.clusterID, node)
+		t.names[node] = kubeoceanv1alpha1.VirtualNodeName(c.clusterID, node)
 		t.hosts[node] = t.names[node]
 	}
 	return t, true
@@ -115,8 +114,8 @@ func (c *Controller) virtualNodeOf(physical string) *corev1.Node {
 	if physical == "" {
 		return nil
 	}
-	virtual, err := c.virtualNodes.Get(naming.VirtualNodeName(c.clusterID, physical))
-	if err != nil || virtual.Labels[kubeoceanv1alpha1.LabelClusterID] != c.clusterID || naming.PhysicalNodeNameOf(virtual) != physical {
+	virtual, err := c.virtualNodes.Get(kubeoceanv1alpha1.VirtualNodeName(c.clusterID, physical))
+	if err != nil || virtual.Labels[kubeoceanv1alpha1.LabelClusterID] != c.clusterID || kubeoceanv1alpha1.PhysicalNodeNameOf(virtual) != physical {
 		return nil
 	}
 	return virtual

@@ -20,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -184,7 +183,7 @@ func (c *Controller) virtualNodeHandler() controller.Handler[*corev1.Node, strin
 		Keys:    func(node *corev1.Node) []string { return []string{node.Name} },
 		Filter:  c.ownsVirtualNode,
 		Changed: func(oldNode, newNode *corev1.Node) bool {
-			return naming.PhysicalNodeNameOf(oldNode) != naming.PhysicalNodeNameOf(newNode) ||
+			return kubeoceanv1alpha1.PhysicalNodeNameOf(oldNode) != kubeoceanv1alpha1.PhysicalNodeNameOf(newNode) ||
 				c.ownsVirtualNode(oldNode) != c.ownsVirtualNode(newNode)
 		},
 	}
@@ -223,10 +222,10 @@ func (c *Controller) physicalNodeHandler() controller.Handler[*corev1.Node, stri
 	return controller.Handler[*corev1.Node, string]{
 		Enqueue: c.Enqueue,
 		Keys: func(node *corev1.Node) []string {
-			return []string{naming.VirtualNodeName(c.clusterID, node.Name)}
+			return []string{kubeoceanv1alpha1.VirtualNodeName(c.clusterID, node.Name)}
 		},
 		Filter: func(node *corev1.Node) bool {
-			_, err := c.virtualNodes.Get(naming.VirtualNodeName(c.clusterID, node.Name))
+			_, err := c.virtualNodes.Get(kubeoceanv1alpha1.VirtualNodeName(c.clusterID, node.Name))
 			return err == nil
 		},
 		Changed: func(oldNode, newNode *corev1.Node) bool {

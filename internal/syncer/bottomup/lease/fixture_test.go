@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -28,7 +27,7 @@ const testClusterID = "c1"
 
 var (
 	testStart   = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	virtualName = naming.VirtualNodeName(testClusterID, "worker-1")
+	virtualName = kubeoceanv1alpha1.VirtualNodeName(testClusterID, "worker-1")
 )
 
 // fixture is a controller over seeded indexers; writes go to a fake

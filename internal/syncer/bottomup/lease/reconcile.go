@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/bottomup/nodeowner"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -46,7 +45,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 			"lease %s is not managed by kubeocean cluster %q; leaving it alone", klog.KObj(lease), c.clusterID))
 	}
 
-	physicalName := naming.PhysicalNodeNameOf(node)
+	physicalName := kubeoceanv1alpha1.PhysicalNodeNameOf(node)
 	ready := c.physicalNodeReady(physicalName)
 	now := c.clock.Now()
 	if ready && !renewsDuringOutage(c.answers(), c.lastAnswer(), now, c.outageLimit) {

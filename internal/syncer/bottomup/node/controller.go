@@ -22,7 +22,6 @@ import (
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions/kubeocean/v1alpha1"
 	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/compact"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -321,7 +320,7 @@ func (c *Controller) drainingNodeKeys(pod *corev1.Pod) []string {
 }
 
 func physicalNameOf(vnode *corev1.Node) []string {
-	if name := naming.PhysicalNodeNameOf(vnode); name != "" {
+	if name := kubeoceanv1alpha1.PhysicalNodeNameOf(vnode); name != "" {
 		return []string{name}
 	}
 	return nil
@@ -355,5 +354,5 @@ func usageNodeKeys(u *compact.PodUsage) []string {
 
 // virtualNodeName is the name of the virtual twin of a physical node.
 func (c *Controller) virtualNodeName(physical string) string {
-	return naming.VirtualNodeName(c.clusterID, physical)
+	return kubeoceanv1alpha1.VirtualNodeName(c.clusterID, physical)
 }

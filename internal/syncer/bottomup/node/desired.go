@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 // desiredNode is what Kubeocean wants a virtual node to have; fields it
@@ -86,7 +85,7 @@ func buildDesired(name string, in nodeInputs) desiredNode {
 	annotations := map[string]string{
 		kubeoceanv1alpha1.AnnotationResourceLeasingPolicy: in.policy.Name,
 	}
-	naming.SetPhysicalNodeName(labels, annotations, in.physical.Name)
+	kubeoceanv1alpha1.SetPhysicalNodeName(labels, annotations, in.physical.Name)
 
 	var taints []corev1.Taint
 	for _, t := range in.physical.Spec.Taints {

@@ -14,7 +14,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/testing/fixtures"
 	"github.com/kubeocean/kubeocean/pkg/controller"
@@ -418,7 +417,7 @@ func TestLongPhysicalNodeNameIsMirrored(t *testing.T) {
 	fixtures.MustAdd(f.t, f.physicalNodes, physicalNode(long, nil))
 	f.sync(long)
 	wantWrites(t, f, "create nodes")
-	n := f.virtualNode(naming.VirtualNodeName(testClusterID, long))
+	n := f.virtualNode(kubeoceanv1alpha1.VirtualNodeName(testClusterID, long))
 	if _, ok := n.Labels[kubeoceanv1alpha1.LabelPhysicalNodeName]; ok {
 		t.Errorf("label %s set to a value longer than 63", kubeoceanv1alpha1.LabelPhysicalNodeName)
 	}

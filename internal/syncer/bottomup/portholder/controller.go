@@ -27,7 +27,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/hostports"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -104,7 +103,7 @@ func New(opts Options) (*Controller, error) {
 		Metrics: opts.Metrics,
 	})
 	opts.Tracker.OnChange(func(physicalNode string, _ bool) {
-		c.Enqueue(naming.VirtualNodeName(c.clusterID, physicalNode))
+		c.Enqueue(kubeoceanv1alpha1.VirtualNodeName(c.clusterID, physicalNode))
 	})
 	handlers := []struct {
 		informer cache.SharedIndexInformer
@@ -115,7 +114,7 @@ func New(opts Options) (*Controller, error) {
 			Keys:    func(node *corev1.Node) []string { return []string{node.Name} },
 			Filter:  c.ownsNode,
 			Changed: func(oldNode, newNode *corev1.Node) bool {
-				return naming.PhysicalNodeNameOf(oldNode) != naming.PhysicalNodeNameOf(newNode) ||
+				return kubeoceanv1alpha1.PhysicalNodeNameOf(oldNode) != kubeoceanv1alpha1.PhysicalNodeNameOf(newNode) ||
 					deleting(oldNode) != deleting(newNode) || oldNode.UID != newNode.UID
 			},
 		}},

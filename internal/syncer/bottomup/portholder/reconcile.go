@@ -14,7 +14,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/hostports"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -35,7 +34,7 @@ func (c *Controller) reconcile(ctx context.Context, nodeName string) (controller
 		return controller.Result{}, err
 	}
 	if node != nil && c.ownsNode(node) && !deleting(node) {
-		if physical := naming.PhysicalNodeNameOf(node); physical != "" {
+		if physical := kubeoceanv1alpha1.PhysicalNodeNameOf(node); physical != "" {
 			ports = c.tracker.Used(physical)
 		}
 	}
@@ -116,7 +115,7 @@ func (c *Controller) placeholder(node *corev1.Node, name string, ports []hostpor
 			Name:      name,
 			Labels:    labels,
 			Annotations: map[string]string{
-				kubeoceanv1alpha1.AnnotationPhysicalNodeName: naming.PhysicalNodeNameOf(node),
+				kubeoceanv1alpha1.AnnotationPhysicalNodeName: kubeoceanv1alpha1.PhysicalNodeNameOf(node),
 			},
 			// Goes with its virtual node.
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}},

@@ -13,7 +13,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/hostports"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 const (
@@ -48,14 +47,14 @@ func newFixture(t *testing.T) *fixture {
 
 func virtualNode(physical string, taints ...corev1.Taint) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: naming.VirtualNodeName(clusterID, physical), UID: "node-uid",
+		Name: kubeoceanv1alpha1.VirtualNodeName(clusterID, physical), UID: "node-uid",
 		Labels: map[string]string{
 			kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean,
 			kubeoceanv1alpha1.LabelClusterID: clusterID,
 		},
 		Annotations: map[string]string{},
 	}, Spec: corev1.NodeSpec{Taints: taints}}
-	naming.SetPhysicalNodeName(n.Labels, n.Annotations, physical)
+	kubeoceanv1alpha1.SetPhysicalNodeName(n.Labels, n.Annotations, physical)
 	return n
 }
 

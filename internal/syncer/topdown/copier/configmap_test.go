@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
 	"github.com/kubeocean/kubeocean/pkg/controller"
@@ -23,7 +22,7 @@ const ns = dependentstest.Namespace
 
 var (
 	configMapKey  = cache.ObjectName{Namespace: ns, Name: "conf"}
-	configMapCopy = naming.PhysicalName(ns, "conf")
+	configMapCopy = kubeoceanv1alpha1.PhysicalName(ns, "conf")
 )
 
 // configMapFixture is the controller over a dependentstest.Env in which the pod

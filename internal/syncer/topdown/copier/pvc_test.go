@@ -4,20 +4,21 @@ import (
 	"context"
 	"testing"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
 )
 
 var (
 	claimKey  = cache.ObjectName{Namespace: dependentstest.Namespace, Name: "data"}
-	claimCopy = naming.PhysicalName(dependentstest.Namespace, "data")
+	claimCopy = kubeoceanv1alpha1.PhysicalName(dependentstest.Namespace, "data")
 )
 
 // newPVCFixture copies the claim data, mounted by the pod web, and builds the

@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
 )
@@ -100,7 +99,7 @@ func TestSecretImagePullSecretKeptAndCollected(t *testing.T) {
 	reconcile(t, e, c, key)
 	e.Clock.Step(grace)
 	reconcile(t, e, c, key)
-	e.ExpectWrites("physical delete secrets mount/"+naming.PhysicalName(dependentstest.Namespace, "registry"),
+	e.ExpectWrites("physical delete secrets mount/"+kubeoceanv1alpha1.PhysicalName(dependentstest.Namespace, "registry"),
 		"virtual update secrets app/registry")
 	e.SyncCaches()
 	reconcile(t, e, c, key)
@@ -126,7 +125,7 @@ func TestSecretDeletedSecretLosesBothCopies(t *testing.T) {
 
 	reconcile(t, e, c, cache.ObjectName(csiSecret))
 	e.ExpectWrites(
-		"physical delete secrets mount/"+naming.PhysicalName(csiSecret.Namespace, csiSecret.Name),
+		"physical delete secrets mount/"+kubeoceanv1alpha1.PhysicalName(csiSecret.Namespace, csiSecret.Name),
 		"physical delete secrets storage/disk-creds",
 		"virtual update secrets storage/disk-creds",
 	)

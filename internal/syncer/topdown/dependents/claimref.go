@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 // A PV copy is made pre-bound to its claim's copy by namespace and name
@@ -77,7 +77,7 @@ func (s *Syncer) releaseStaleClaimRef(ctx context.Context, virtual *corev1.Persi
 func (s *Syncer) namesGoneClaim(ctx context.Context, virtual, copy *corev1.PersistentVolume) (bool, error) {
 	ref, claim := copy.Spec.ClaimRef, virtual.Spec.ClaimRef
 	if ref == nil || ref.UID == "" || claim == nil || copy.DeletionTimestamp != nil || !s.owns(copy, "", virtual.Name) ||
-		ref.Namespace != s.mountNamespace || ref.Name != naming.PhysicalName(claim.Namespace, claim.Name) {
+		ref.Namespace != s.mountNamespace || ref.Name != kubeoceanv1alpha1.PhysicalName(claim.Namespace, claim.Name) {
 		return false, nil
 	}
 	cached, err := lookupCopy(ctx, s, s.pvcs, location{namespace: ref.Namespace, name: ref.Name})

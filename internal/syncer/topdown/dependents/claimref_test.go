@@ -13,14 +13,13 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
 )
 
 var (
-	claimCopy  = naming.PhysicalName(ns, "data")
+	claimCopy  = kubeoceanv1alpha1.PhysicalName(ns, "data")
 	volumeCopy = dependents.PhysicalPVName("pv-data")
 )
 
@@ -201,7 +200,7 @@ func TestStaleClaimRefOfAnotherVolumeIsLeftAlone(t *testing.T) {
 			return nil
 		},
 		"pre-bound to another claim": func(pv *corev1.PersistentVolume) []runtime.Object {
-			pv.Spec.ClaimRef.Name = naming.PhysicalName(ns, "other")
+			pv.Spec.ClaimRef.Name = kubeoceanv1alpha1.PhysicalName(ns, "other")
 			return nil
 		},
 		"pre-bound in another namespace": func(pv *corev1.PersistentVolume) []runtime.Object {

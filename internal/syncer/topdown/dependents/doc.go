@@ -7,7 +7,7 @@
 // the binding uses it any more.
 //
 // Mapping: a copy of namespace/name lives in the binding's
-// mount namespace as naming.PhysicalName(namespace, name), labelled like
+// mount namespace as kubeoceanv1alpha1.PhysicalName(namespace, name), labelled like
 // the virtual object plus kubeocean.io/managed-by=kubeocean and annotated
 // with kubeocean.io/virtual-name and -namespace. The labels are kept in
 // step by a three-way merge (AnnotationLastApplied records what we wrote),

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
@@ -24,7 +23,7 @@ import (
 // binding UID that blocks it; once proven, the copy is adopted in place.
 func TestEnsureConfigMapAdoptsProvenPredecessorsCopy(t *testing.T) {
 	earlier := ownership.Owner{ClusterID: dependentstest.ClusterID, BindingUID: "earlier-binding"}
-	physicalName := naming.PhysicalName(ns, "conf")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "conf")
 	copyOfEarlier := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: mountNS, Name: physicalName, UID: "earlier-copy", Labels: earlier.Stamp(nil),

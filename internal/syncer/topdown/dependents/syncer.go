@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
 )
@@ -239,7 +238,7 @@ func (o Options) validate() error {
 // namespace/name exist and match, marking the virtual object first, and
 // returns the copy's name.
 func (s *Syncer) EnsureConfigMap(ctx context.Context, namespace, name string) (string, error) {
-	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	at := location{namespace: s.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(namespace, name)}
 	return at.name, ensure(ctx, s, s.configMaps, namespace, name, at, false)
 }
 
@@ -248,7 +247,7 @@ func (s *Syncer) EnsureConfigMap(ctx context.Context, namespace, name string) (s
 // returns the copy's name. Service-account token Secrets are refused with
 // a NotReadyError (ReasonServiceAccountToken).
 func (s *Syncer) EnsureSecret(ctx context.Context, namespace, name string) (string, error) {
-	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	at := location{namespace: s.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(namespace, name)}
 	return at.name, ensure(ctx, s, s.secrets, namespace, name, at, false)
 }
 
@@ -340,7 +339,7 @@ func hasOurCopy[T object](s *Syncer, k *kind[T], namespace, name string, at loca
 // ReleaseConfigMap deletes the physical copy of the virtual ConfigMap
 // namespace/name and then removes our marks (finalizer included) from it.
 func (s *Syncer) ReleaseConfigMap(ctx context.Context, namespace, name string) error {
-	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	at := location{namespace: s.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(namespace, name)}
 	if err := deleteCopy(ctx, s, s.configMaps, namespace, name, at); err != nil {
 		return err
 	}
@@ -354,7 +353,7 @@ func (s *Syncer) ReleaseConfigMap(ctx context.Context, namespace, name string) e
 // namespace/name (the pod copy, and the CSI copy if it is used by a PV)
 // and then removes our marks from it.
 func (s *Syncer) ReleaseSecret(ctx context.Context, namespace, name string) error {
-	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	at := location{namespace: s.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(namespace, name)}
 	if err := deleteCopy(ctx, s, s.secrets, namespace, name, at); err != nil {
 		return err
 	}
@@ -381,7 +380,7 @@ func (s *Syncer) ReleaseSecret(ctx context.Context, namespace, name string) erro
 // DeleteOrphanConfigMap deletes the physical copy of the virtual ConfigMap
 // namespace/name if the virtual object is gone or no longer marked by us.
 func (s *Syncer) DeleteOrphanConfigMap(ctx context.Context, namespace, name string) error {
-	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	at := location{namespace: s.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(namespace, name)}
 	return deleteOrphan(ctx, s, s.configMaps, namespace, name, at)
 }
 
@@ -389,6 +388,6 @@ func (s *Syncer) DeleteOrphanConfigMap(ctx context.Context, namespace, name stri
 // the virtual Secret namespace/name if the virtual object is gone or no
 // longer marked by us.
 func (s *Syncer) DeleteOrphanSecret(ctx context.Context, namespace, name string) error {
-	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	at := location{namespace: s.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(namespace, name)}
 	return deleteOrphan(ctx, s, s.secrets, namespace, name, at)
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
@@ -41,7 +40,7 @@ func virtualConfigMap(t *testing.T, e *dependentstest.Env, name string) *corev1.
 
 func physicalConfigMap(t *testing.T, e *dependentstest.Env, name string) *corev1.ConfigMap {
 	t.Helper()
-	cm, err := e.Physical.CoreV1().ConfigMaps(mountNS).Get(context.Background(), naming.PhysicalName(ns, name), metav1.GetOptions{})
+	cm, err := e.Physical.CoreV1().ConfigMaps(mountNS).Get(context.Background(), kubeoceanv1alpha1.PhysicalName(ns, name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +62,7 @@ func synced(t *testing.T, cm *corev1.ConfigMap, objects ...runtime.Object) *depe
 
 func TestEnsureConfigMapMarksThenCreates(t *testing.T) {
 	e := dependentstest.New(t, []runtime.Object{dependentstest.ConfigMap("conf", map[string]string{"k": "v"})}, nil)
-	physicalName := naming.PhysicalName(ns, "conf")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "conf")
 
 	got, err := e.Syncer.EnsureConfigMap(e.Context(), ns, "conf")
 	if err != nil || got != physicalName {
@@ -112,7 +111,7 @@ func TestEnsureConfigMapPropagatesChanges(t *testing.T) {
 	if _, err := e.Syncer.EnsureConfigMap(e.Context(), ns, "conf"); err != nil {
 		t.Fatal(err)
 	}
-	e.ExpectWrites("physical update configmaps mount/" + naming.PhysicalName(ns, "conf"))
+	e.ExpectWrites("physical update configmaps mount/" + kubeoceanv1alpha1.PhysicalName(ns, "conf"))
 	physical := physicalConfigMap(t, e, "conf")
 	if physical.Data["k"] != "v2" || physical.Data["new"] != "x" || physical.Labels["tier"] != "front" || physical.Labels["app"] != "" {
 		t.Errorf("copy not updated: labels %v, data %v", physical.Labels, physical.Data)
@@ -127,7 +126,7 @@ func TestEnsureConfigMapPropagatesChanges(t *testing.T) {
 func TestEnsureConfigMapAdoptsOwnCopy(t *testing.T) {
 	// A copy that lost its managed-by label (so no cache holds it) but
 	// still names this ConfigMap is ours: it is adopted, not refused.
-	physicalName := naming.PhysicalName(ns, "conf")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "conf")
 	stray := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: mountNS, Name: physicalName, UID: "stray",
@@ -149,7 +148,7 @@ func TestEnsureConfigMapAdoptsOwnCopy(t *testing.T) {
 }
 
 func TestEnsureConfigMapRefusesForeignObject(t *testing.T) {
-	physicalName := naming.PhysicalName(ns, "conf")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "conf")
 	managed := map[string]string{kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
 	for name, tc := range map[string]struct{ labels, annotations map[string]string }{
 		"no mapping":            {labels: managed},
@@ -199,7 +198,7 @@ var otherBinding = ownership.Owner{ClusterID: dependentstest.ClusterID, BindingU
 // the same namespace and name, is never collected: neither as an orphan
 // (our virtual object is gone) nor when our virtual object is released.
 func TestNeverDeletesAnotherBindingsCopy(t *testing.T) {
-	physicalName := naming.PhysicalName(ns, "conf")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "conf")
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace: mountNS, Name: physicalName, UID: "theirs", Labels: otherBinding.Stamp(nil),
 		Annotations: map[string]string{kubeoceanv1alpha1.AnnotationVirtualName: "conf", kubeoceanv1alpha1.AnnotationVirtualNamespace: ns},
@@ -237,7 +236,7 @@ func TestEnsureImmutableConfigMapReplacesCopy(t *testing.T) {
 	if _, err := e.Syncer.EnsureConfigMap(e.Context(), ns, "conf"); err != nil {
 		t.Fatal(err)
 	}
-	physicalName := naming.PhysicalName(ns, "conf")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "conf")
 	e.ExpectWrites("virtual update configmaps app/conf",
 		"physical delete configmaps mount/"+physicalName, "physical create configmaps mount/"+physicalName)
 	if got := physicalConfigMap(t, e, "conf"); got.Data["k"] != "v2" || !ptr.Deref(got.Immutable, false) {
@@ -283,7 +282,7 @@ func TestEnsureSecretCopiesImagePullSecret(t *testing.T) {
 }
 
 func TestReleaseConfigMap(t *testing.T) {
-	physicalName := naming.PhysicalName(ns, "conf")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "conf")
 	t.Run("deleted virtual object", func(t *testing.T) {
 		e := synced(t, dependentstest.ConfigMap("conf", map[string]string{"k": "v"}))
 		virtual := virtualConfigMap(t, e, "conf")
@@ -322,7 +321,7 @@ func TestReleaseConfigMap(t *testing.T) {
 }
 
 func TestDeleteOrphanConfigMap(t *testing.T) {
-	physicalName := naming.PhysicalName(ns, "conf")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "conf")
 	t.Run("virtual object gone", func(t *testing.T) {
 		e := synced(t, dependentstest.ConfigMap("conf", nil))
 		if err := e.Virtual.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("configmaps"), ns, "conf"); err != nil {
@@ -383,7 +382,7 @@ func TestConcurrentEnsuresShareOnePass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.ExpectWrites("virtual update configmaps app/conf", "physical create configmaps mount/"+naming.PhysicalName(ns, "conf"))
+	e.ExpectWrites("virtual update configmaps app/conf", "physical create configmaps mount/"+kubeoceanv1alpha1.PhysicalName(ns, "conf"))
 }
 
 // A copy just created stands in for the cache until the copy's event: the
@@ -391,7 +390,7 @@ func TestConcurrentEnsuresShareOnePass(t *testing.T) {
 // the copy live). The event, or a minute without one, ends that.
 func TestEnsureRemembersTheCopyItCreated(t *testing.T) {
 	e := dependentstest.New(t, []runtime.Object{dependentstest.ConfigMap("conf", map[string]string{"k": "v"})}, nil)
-	physicalName := naming.PhysicalName(ns, "conf")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "conf")
 	create := "physical create configmaps mount/" + physicalName
 	ensure := func() {
 		t.Helper()
@@ -438,7 +437,7 @@ func TestEnsureTrustsUnchangedVersions(t *testing.T) {
 	cm := dependentstest.ConfigMap("conf", map[string]string{"k": "v"})
 	cm.ResourceVersion = "1"
 	e := synced(t, cm)
-	physicalName := naming.PhysicalName(ns, "conf")
+	physicalName := kubeoceanv1alpha1.PhysicalName(ns, "conf")
 	ensure := func() {
 		t.Helper()
 		if _, err := e.Syncer.EnsureConfigMap(e.Context(), ns, "conf"); err != nil {

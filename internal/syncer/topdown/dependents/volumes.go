@@ -4,17 +4,17 @@ import (
 	"context"
 	"slices"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 // PhysicalPVName is the name of the physical copy of the virtual PV name.
 // PVs are cluster-scoped, so the namespace part of the rule is empty:
 // name[:30] + "-" + hex(md5("/" + name)).
-func PhysicalPVName(name string) string { return naming.PhysicalName("", name) }
+func PhysicalPVName(name string) string { return kubeoceanv1alpha1.PhysicalName("", name) }
 
 // EnsurePVC makes the physical copy of the virtual PVC namespace/name exist
 // and match, after the PV it is bound to (and that PV's CSI node-publish
@@ -26,7 +26,7 @@ func PhysicalPVName(name string) string { return naming.PhysicalName("", name) }
 // does not allow gives a *VolumeSourceError before anything is marked or
 // copied.
 func (s *Syncer) EnsurePVC(ctx context.Context, namespace, name string) (string, error) {
-	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	at := location{namespace: s.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(namespace, name)}
 	pvc, err := boundClaim(ctx, s, namespace, name)
 	if err != nil {
 		return "", err
@@ -97,7 +97,7 @@ func (s *Syncer) ensurePV(ctx context.Context, name string, claim *corev1.Persis
 // and then removes our marks from it. The PV follows through the PV
 // controller once no marked claim names it.
 func (s *Syncer) ReleasePVC(ctx context.Context, namespace, name string) error {
-	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	at := location{namespace: s.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(namespace, name)}
 	if err := deleteCopy(ctx, s, s.pvcs, namespace, name, at); err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (s *Syncer) ReleasePV(ctx context.Context, name string) error {
 // DeleteOrphanPVC deletes the physical copy of the virtual PVC
 // namespace/name if the virtual PVC is gone or no longer marked by us.
 func (s *Syncer) DeleteOrphanPVC(ctx context.Context, namespace, name string) error {
-	at := location{namespace: s.mountNamespace, name: naming.PhysicalName(namespace, name)}
+	at := location{namespace: s.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(namespace, name)}
 	return deleteOrphan(ctx, s, s.pvcs, namespace, name, at)
 }
 
@@ -174,7 +174,7 @@ func pvContent(mountNamespace string) content[*corev1.PersistentVolume] {
 			if ref := virtual.Spec.ClaimRef; ref != nil {
 				spec.ClaimRef = &corev1.ObjectReference{
 					Kind: "PersistentVolumeClaim", APIVersion: "v1",
-					Namespace: mountNamespace, Name: naming.PhysicalName(ref.Namespace, ref.Name),
+					Namespace: mountNamespace, Name: kubeoceanv1alpha1.PhysicalName(ref.Namespace, ref.Name),
 				}
 			}
 			return &corev1.PersistentVolume{Spec: *spec}

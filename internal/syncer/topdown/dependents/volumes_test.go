@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents/dependentstest"
 )
@@ -79,7 +78,7 @@ func TestEnsurePVCCopiesVolumeAndCSISecret(t *testing.T) {
 	claim, pv := dependentstest.BoundClaim("data", "pv-data", &csiSecret)
 	secret := dependentstest.Secret(csiSecret.Namespace, csiSecret.Name, map[string]string{"key": "k"})
 	e := dependentstest.New(t, []runtime.Object{claim, pv, secret}, nil)
-	claimCopy, volumeCopy := naming.PhysicalName(ns, "data"), dependents.PhysicalPVName("pv-data")
+	claimCopy, volumeCopy := kubeoceanv1alpha1.PhysicalName(ns, "data"), dependents.PhysicalPVName("pv-data")
 
 	got, err := e.Syncer.EnsurePVC(e.Context(), ns, "data")
 	if err != nil || got != claimCopy {
@@ -166,7 +165,7 @@ func TestReleasePVCKeepsVolume(t *testing.T) {
 	if err := e.Syncer.ReleasePVC(e.Context(), ns, "data"); err != nil {
 		t.Fatal(err)
 	}
-	e.ExpectWrites("physical delete persistentvolumeclaims mount/"+naming.PhysicalName(ns, "data"),
+	e.ExpectWrites("physical delete persistentvolumeclaims mount/"+kubeoceanv1alpha1.PhysicalName(ns, "data"),
 		"virtual update persistentvolumeclaims app/data")
 
 	if err := e.Syncer.ReleasePV(e.Context(), "pv-data"); err != nil {

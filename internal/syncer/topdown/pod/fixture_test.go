@@ -27,7 +27,6 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/nametaken"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
@@ -50,7 +49,7 @@ const (
 
 var (
 	now          = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	physicalName = naming.PhysicalName(virtualNS, virtualName)
+	physicalName = kubeoceanv1alpha1.PhysicalName(virtualNS, virtualName)
 	podKey       = cache.ObjectName{Namespace: virtualNS, Name: virtualName}
 	testOwner    = ownership.Owner{ClusterID: testClusterID, BindingUID: testBinding}
 )
@@ -113,7 +112,7 @@ func (f *fakeDependents) ensure(kind, namespace, name string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, kind+"/"+namespace+"/"+name)
-	return naming.PhysicalName(namespace, name), f.errs[kind+"/"+name]
+	return kubeoceanv1alpha1.PhysicalName(namespace, name), f.errs[kind+"/"+name]
 }
 
 func (f *fakeDependents) EnsureConfigMap(_ context.Context, namespace, name string) (string, error) {

@@ -11,7 +11,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/hostports"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -72,7 +71,7 @@ func podNodeName(obj any) ([]string, error) {
 func (c *Controller) isOurNode(node *corev1.Node) bool {
 	return node.Labels[kubeoceanv1alpha1.LabelManagedBy] == kubeoceanv1alpha1.ManagedByKubeocean &&
 		node.Labels[kubeoceanv1alpha1.LabelClusterID] == c.clusterID &&
-		naming.PhysicalNodeNameOf(node) != ""
+		kubeoceanv1alpha1.PhysicalNodeNameOf(node) != ""
 }
 
 // physicalNodeOf is the physical node behind the virtual node pod is bound
@@ -86,7 +85,7 @@ func (c *Controller) physicalNodeOf(pod *corev1.Pod) (string, bool) {
 	if err != nil || !c.isOurNode(node) {
 		return "", false
 	}
-	return naming.PhysicalNodeNameOf(node), true
+	return kubeoceanv1alpha1.PhysicalNodeNameOf(node), true
 }
 
 func (c *Controller) onOurNode(pod *corev1.Pod) bool {

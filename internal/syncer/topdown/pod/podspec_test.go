@@ -3,7 +3,8 @@ package pod
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubeocean/kubeocean/internal/naming"
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
@@ -11,7 +12,7 @@ import (
 
 // The physical pods these tests expect, made as package podspec makes them.
 
-func pn(name string) string { return naming.PhysicalName(virtualNS, name) }
+func pn(name string) string { return kubeoceanv1alpha1.PhysicalName(virtualNS, name) }
 
 func fieldEnv(name, fieldPath string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: fieldPath}}}

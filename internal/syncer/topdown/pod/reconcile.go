@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
 	"github.com/kubeocean/kubeocean/pkg/controller"
@@ -45,7 +44,7 @@ type mapping struct {
 // names that place, so that deleting the pod still reaches its physical
 // pod; the UID recorded on the physical pod decides whether it is ours.
 func (c *Controller) mappingOf(virtual *corev1.Pod) (mapping, error) {
-	m := mapping{namespace: c.mountNamespace, name: naming.PhysicalName(virtual.Namespace, virtual.Name)}
+	m := mapping{namespace: c.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(virtual.Namespace, virtual.Name)}
 	namespace := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace]
 	name := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]
 	if namespace == "" && name == "" {
@@ -197,7 +196,7 @@ func (c *Controller) syncExisting(ctx context.Context, virtual, physical *corev1
 func (c *Controller) cleanUpAfter(ctx context.Context, key cache.ObjectName) error {
 	c.created.DeleteExpectations(key)
 	c.blocked.Note(ctx, key, "")
-	return c.cleanUpFinished(ctx, mapping{namespace: c.mountNamespace, name: naming.PhysicalName(key.Namespace, key.Name)}, key, "")
+	return c.cleanUpFinished(ctx, mapping{namespace: c.mountNamespace, name: kubeoceanv1alpha1.PhysicalName(key.Namespace, key.Name)}, key, "")
 }
 
 // cleanUpFinished removes the token Secret of a physical pod that is gone;

@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 )
 
@@ -23,7 +22,7 @@ const (
 )
 
 var (
-	physicalName = naming.PhysicalName(virtualNS, virtualName)
+	physicalName = kubeoceanv1alpha1.PhysicalName(virtualNS, virtualName)
 	testOwner    = ownership.Owner{ClusterID: testClusterID, BindingUID: testBinding}
 )
 

@@ -172,9 +172,9 @@ func TestUpdatePatch(t *testing.T) {
 				"uid":    string(physicalUID),
 				"labels": map[string]any{"label.kubeocean.io/tier": "frontend"},
 				"annotations": map[string]any{
-					tenantmeta.AnnotationVirtualLabels:      `{"app":"web","tier":"frontend"}`,
-					tenantmeta.AnnotationVirtualAnnotations: nil,
-					AnnotationLastApplied:                   desired.encode(),
+					kubeoceanv1alpha1.AnnotationVirtualLabels:      `{"app":"web","tier":"frontend"}`,
+					kubeoceanv1alpha1.AnnotationVirtualAnnotations: nil,
+					AnnotationLastApplied:                          desired.encode(),
 				},
 			},
 			"spec": map[string]any{
@@ -336,7 +336,7 @@ func TestUpdatePatchOfTranslatedMetadata(t *testing.T) {
 			t.Errorf("labels patch = %v, want %v", labels, want)
 		}
 		annotations := patch["metadata"].(map[string]any)["annotations"].(map[string]any)
-		if got := annotations[tenantmeta.AnnotationVirtualLabels]; got != `{"app":"api"}` {
+		if got := annotations[kubeoceanv1alpha1.AnnotationVirtualLabels]; got != `{"app":"api"}` {
 			t.Errorf("original labels recorded as %v", got)
 		}
 	})

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 
-	"github.com/kubeocean/kubeocean/internal/naming"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The kubelet's limits on a pod's resolver configuration
@@ -69,7 +69,7 @@ func NetworkFor(n Network, virtual *corev1.Pod) *NetworkView {
 // its environment has the service variables the virtual kubelet would set.
 func (n *NetworkView) applyNetwork(spec *corev1.PodSpec, virtual *corev1.Pod) {
 	if spec.Subdomain != "" {
-		spec.Subdomain = naming.PhysicalName(virtual.Namespace, spec.Subdomain)
+		spec.Subdomain = kubeoceanv1alpha1.PhysicalName(virtual.Namespace, spec.Subdomain)
 	}
 	if n == nil {
 		return

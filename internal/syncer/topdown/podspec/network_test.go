@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 func TestMergeDNSConfigWithinKubeletLimits(t *testing.T) {
@@ -85,7 +85,7 @@ func TestApplyNetworkSubdomainAndServiceLinks(t *testing.T) {
 		{Name: "web", ClusterIP: "fd00::1", Ports: []corev1.ServicePort{{Port: 8080, Protocol: corev1.ProtocolTCP}}},
 	}}
 	view.applyNetwork(spec, virtual)
-	if spec.Subdomain != naming.PhysicalName("shop", "db") || spec.Hostname != "db-0" {
+	if spec.Subdomain != kubeoceanv1alpha1.PhysicalName("shop", "db") || spec.Hostname != "db-0" {
 		t.Errorf("subdomain %q hostname %q: want the mirror's name and the virtual hostname", spec.Subdomain, spec.Hostname)
 	}
 	env := map[string]string{}

@@ -3,12 +3,13 @@ package podspec
 import (
 	"maps"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
@@ -30,7 +31,7 @@ func (n Names) lookup(names map[string]string, name string) string {
 	// Not resolved (an optional reference to an object that does not
 	// exist): the name a copy would get, which the kubelet finds missing
 	// and tolerates.
-	return naming.PhysicalName(n.Namespace, name)
+	return kubeoceanv1alpha1.PhysicalName(n.Namespace, name)
 }
 
 func (n Names) configMap(name string) string { return n.lookup(n.ConfigMaps, name) }

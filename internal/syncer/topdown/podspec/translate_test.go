@@ -13,13 +13,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
-	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
-func pn(name string) string { return naming.PhysicalName(virtualNS, name) }
+func pn(name string) string { return kubeoceanv1alpha1.PhysicalName(virtualNS, name) }
 
 func fieldEnv(name, fieldPath string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: fieldPath}}}
@@ -138,8 +136,8 @@ func fullPhysicalPod() *corev1.Pod {
 			Namespace: mountNS, Name: physicalName,
 			Labels: testOwner.Stamp(map[string]string{"label.kubeocean.io/app": "web", kubeoceanv1alpha1.LabelVirtualNamespace: virtualNS}),
 			Annotations: map[string]string{
-				tenantmeta.AnnotationVirtualLabels:              `{"app":"web"}`,
-				tenantmeta.AnnotationVirtualAnnotations:         `{"team":"a"}`,
+				kubeoceanv1alpha1.AnnotationVirtualLabels:       `{"app":"web"}`,
+				kubeoceanv1alpha1.AnnotationVirtualAnnotations:  `{"team":"a"}`,
 				kubeoceanv1alpha1.AnnotationVirtualPodNamespace: virtualNS,
 				kubeoceanv1alpha1.AnnotationVirtualPodName:      virtualName,
 				kubeoceanv1alpha1.AnnotationVirtualPodUID:       string(virtualUID),

@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -130,7 +129,7 @@ func (c *Controller) provisionClaim(ctx context.Context, claim *corev1.Persisten
 	if err != nil || node == nil || node.Labels[kubeoceanv1alpha1.LabelClusterID] != c.clusterID {
 		return err
 	}
-	physicalNode := naming.PhysicalNodeNameOf(node)
+	physicalNode := kubeoceanv1alpha1.PhysicalNodeNameOf(node)
 	class, err := orNil(c.virtualClasses.Get(ptr.Deref(claim.Spec.StorageClassName, "")))
 	if err != nil || class == nil {
 		return err

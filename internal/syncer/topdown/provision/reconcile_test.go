@@ -20,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 const (
@@ -137,9 +136,9 @@ func TestClaimIsProvisionedOnTheSelectedNode(t *testing.T) {
 	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-ssd"}, Provisioner: ProvisionerName(clusterID),
 		Parameters: map[string]string{kubeoceanv1alpha1.ParameterPhysicalStorageClass: "ssd"}, ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete)}
 	f.add(t, "virtualClasses", class)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: naming.VirtualNodeName(clusterID, "worker"),
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kubeoceanv1alpha1.VirtualNodeName(clusterID, "worker"),
 		Labels: map[string]string{kubeoceanv1alpha1.LabelClusterID: clusterID}, Annotations: map[string]string{}}}
-	naming.SetPhysicalNodeName(node.Labels, node.Annotations, "worker")
+	kubeoceanv1alpha1.SetPhysicalNodeName(node.Labels, node.Annotations, "worker")
 	f.add(t, "virtualNodes", node)
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", UID: "claim-uid"},

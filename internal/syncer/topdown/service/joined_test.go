@@ -18,7 +18,6 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 // nodesOf: vnode-c1-* are this binding's (b1), vnode-c2-* b2's, vnode-c3-*
@@ -53,7 +52,7 @@ func controllerSlice(name string, port int32, endpoints ...discoveryv1.Endpoint)
 
 // ownPods: "mine-*" run on this binding.
 func ownPods(namespace, name string) (string, bool) {
-	return naming.PhysicalName(namespace, name), strings.HasPrefix(name, "mine")
+	return kubeoceanv1alpha1.PhysicalName(namespace, name), strings.HasPrefix(name, "mine")
 }
 
 func TestJoinedSlicesHoldOnlyJoinedPodsAndCountTheRest(t *testing.T) {

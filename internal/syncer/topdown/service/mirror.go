@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 )
@@ -43,7 +42,7 @@ func Mirror(virtual *corev1.Service, owner ownership.Owner, mountNamespace strin
 	mirror := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: mountNamespace,
-			Name:      naming.PhysicalName(virtual.Namespace, virtual.Name),
+			Name:      kubeoceanv1alpha1.PhysicalName(virtual.Namespace, virtual.Name),
 			Labels:    owner.Stamp(nil),
 			Annotations: map[string]string{
 				kubeoceanv1alpha1.AnnotationVirtualName:      virtual.Name,

@@ -10,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 )
@@ -42,7 +41,7 @@ func virtualService(mutate func(*corev1.Service)) *corev1.Service {
 
 func TestMirrorOfALoadBalancer(t *testing.T) {
 	m := Mirror(virtualService(nil), testOwner, "mount")
-	if m.Namespace != "mount" || m.Name != naming.PhysicalName("shop", "web") {
+	if m.Namespace != "mount" || m.Name != kubeoceanv1alpha1.PhysicalName("shop", "web") {
 		t.Errorf("mirror %s/%s", m.Namespace, m.Name)
 	}
 	if m.Labels[kubeoceanv1alpha1.LabelBindingUID] != "uid-1" || m.Labels[kubeoceanv1alpha1.LabelClusterID] != "c1" ||
@@ -142,14 +141,14 @@ func TestMirrorSlicesKeepReachableEndpoints(t *testing.T) {
 		},
 	}}
 	pods := func(namespace, name string) (string, bool) {
-		return naming.PhysicalName(namespace, name), namespace == "shop" && name == "mine"
+		return kubeoceanv1alpha1.PhysicalName(namespace, name), namespace == "shop" && name == "mine"
 	}
 	out := MirrorSlices(mirror, virtual, testOwner, pods)
 	if len(out) != 1 {
 		t.Fatalf("%d slices", len(out))
 	}
 	s := out[0]
-	if s.Namespace != "m" || s.Name != naming.PhysicalName("shop", "web-manual") ||
+	if s.Namespace != "m" || s.Name != kubeoceanv1alpha1.PhysicalName("shop", "web-manual") ||
 		s.Labels[discoveryv1.LabelServiceName] != mirror.Name || s.Labels[discoveryv1.LabelManagedBy] != kubeoceanv1alpha1.EndpointSliceManagedBySyncer ||
 		!testOwner.Owns(s) || s.OwnerReferences[0].UID != "mirror-uid" || s.Annotations[kubeoceanv1alpha1.AnnotationVirtualName] != "web" {
 		t.Errorf("slice meta %+v", s.ObjectMeta)
@@ -158,7 +157,7 @@ func TestMirrorSlicesKeepReachableEndpoints(t *testing.T) {
 		t.Fatalf("endpoints %+v: want the address without a pod and the binding's pod only", s.Endpoints)
 	}
 	mine := s.Endpoints[1]
-	if mine.NodeName != nil || *mine.Hostname != "a" || mine.TargetRef.Namespace != "m" || mine.TargetRef.Name != naming.PhysicalName("shop", "mine") {
+	if mine.NodeName != nil || *mine.Hostname != "a" || mine.TargetRef.Namespace != "m" || mine.TargetRef.Name != kubeoceanv1alpha1.PhysicalName("shop", "mine") {
 		t.Errorf("the binding's pod's endpoint %+v", mine)
 	}
 	if *s.Ports[0].Protocol != corev1.ProtocolTCP {

@@ -15,7 +15,6 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -103,7 +102,7 @@ func (c *Controller) onBinding(p *corev1.Pod) bool {
 // mirrorOf is the binding's mirror of key, proven by its identity labels
 // and the virtual Service its annotations name; nil when there is none.
 func (c *Controller) mirrorOf(key cache.ObjectName) (*corev1.Service, error) {
-	s, err := c.mirrors.Services(c.mountNamespace).Get(naming.PhysicalName(key.Namespace, key.Name))
+	s, err := c.mirrors.Services(c.mountNamespace).Get(kubeoceanv1alpha1.PhysicalName(key.Namespace, key.Name))
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
-	"github.com/kubeocean/kubeocean/internal/naming"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 )
 
@@ -44,7 +43,7 @@ func mirrorSlices(mirror *corev1.Service, virtual []*discoveryv1.EndpointSlice, 
 	left := elsewhere{}
 	namespace := mirror.Annotations[kubeoceanv1alpha1.AnnotationVirtualNamespace]
 	for _, v := range virtual {
-		slice := mirrorSlice(mirror, owner, naming.PhysicalName(namespace, v.Name), v.AddressType, v.Ports)
+		slice := mirrorSlice(mirror, owner, kubeoceanv1alpha1.PhysicalName(namespace, v.Name), v.AddressType, v.Ports)
 		for _, e := range v.Endpoints {
 			if kept, ok := reachableEndpoint(e, namespace, mirror.Namespace, pods); ok {
 				slice.Endpoints = append(slice.Endpoints, kept)

@@ -4,14 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
-
-	"github.com/kubeocean/kubeocean/internal/naming"
 )
 
 // desiredSlices are the EndpointSlices the syncer writes for mirror: for a
@@ -42,7 +42,7 @@ func (c *Controller) podOnBinding(namespace, name string) (string, bool) {
 	if err != nil || !c.onBinding(p) {
 		return "", false
 	}
-	return naming.PhysicalName(namespace, name), true
+	return kubeoceanv1alpha1.PhysicalName(namespace, name), true
 }
 
 // syncSlices makes the slices the syncer wrote for mirror those of

@@ -1,4 +1,9 @@
-package naming
+package v1alpha1
+
+// The names Kubeocean gives to the objects it creates are part of the
+// contract: a new version must find the objects an older one made, so these
+// rules never change for existing objects (docs/operations.md, "Names in
+// the physical cluster").
 
 import (
 	"crypto/md5"
@@ -6,8 +11,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // physicalNamePrefixLength is how much of a virtual name is kept readable in
@@ -68,11 +71,11 @@ func hashOf(s string) string {
 // characters), so that selecting by label keeps working for the usual
 // names. Node names may be up to 253 characters long.
 func SetPhysicalNodeName(labels, annotations map[string]string, physicalNode string) {
-	annotations[kubeoceanv1alpha1.AnnotationPhysicalNodeName] = physicalNode
+	annotations[AnnotationPhysicalNodeName] = physicalNode
 	if len(validation.IsValidLabelValue(physicalNode)) == 0 {
-		labels[kubeoceanv1alpha1.LabelPhysicalNodeName] = physicalNode
+		labels[LabelPhysicalNodeName] = physicalNode
 	} else {
-		delete(labels, kubeoceanv1alpha1.LabelPhysicalNodeName)
+		delete(labels, LabelPhysicalNodeName)
 	}
 }
 
@@ -83,8 +86,8 @@ func PhysicalNodeNameOf(obj interface {
 	GetLabels() map[string]string
 	GetAnnotations() map[string]string
 }) string {
-	if name := obj.GetAnnotations()[kubeoceanv1alpha1.AnnotationPhysicalNodeName]; name != "" {
+	if name := obj.GetAnnotations()[AnnotationPhysicalNodeName]; name != "" {
 		return name
 	}
-	return obj.GetLabels()[kubeoceanv1alpha1.LabelPhysicalNodeName]
+	return obj.GetLabels()[LabelPhysicalNodeName]
 }

@@ -1,4 +1,4 @@
-package naming
+package v1alpha1
 
 import (
 	"strings"
