@@ -36,7 +36,8 @@ charts:
 	hack/update-charts.sh
 
 ## verify: formatting, vet, no drift between API types and generated files,
-## no reference outside the repository, contextual logging only
+## no reference outside the repository, contextual logging only, license
+## headers, imports grouped standard library / third-party / kubeocean
 verify: vet
 	@bad=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/tools/')); \
 	  if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
@@ -45,6 +46,8 @@ verify: vet
 	hack/verify-charts.sh
 	hack/verify-references.sh
 	hack/verify-logging.sh
+	hack/verify-license.sh
+	$(GO) run ./hack/importorder
 
 ## verify-cold: the module build, the generators and hack/testbin.sh from an
 ## empty module cache and an empty binary cache, as a new machine runs them
