@@ -17,8 +17,13 @@ limitations under the License.
 package chaos
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 )
 
 // killPods is how many pods each kill test adds. Enough that the process
@@ -28,8 +33,11 @@ const killPods = 200
 // TestSyncerKilledMidSync creates a batch of pods and kills the
 // kubeocean-syncer process with SIGKILL twice while it creates their
 // physical twins, starting it again each time: afterwards every virtual
-// pod has exactly one running twin, there is no orphan, and no pod was
-// deleted on either side.
+// pod has exactly one running twin, there is no orphan, no pod is Failed,
+// and no pod was deleted on either side. Each kill lands in the window
+// between the physical create and the status write that records the
+// mapping on the virtual pod for some pods; how many is logged, and a kill
+// that hit none proves nothing about that window.
 func TestSyncerKilledMidSync(t *testing.T) {
 	killMidSync(t, "syncer-kill", func(t *testing.T, name string) *binary { return startSyncer(t, name) })
 }
@@ -56,14 +64,21 @@ func killMidSync(t *testing.T, namespace string, start func(t *testing.T, name s
 	// Kill at about a fifth and at about three fifths of the batch.
 	atKill := waitPhysicalPods(t, before+killPods/5)
 	first.kill(t)
-	t.Logf("first SIGKILL with %d of %d physical pods made, %v after the batch began", atKill, total, time.Since(created).Round(100*time.Millisecond))
+	inWindow := unmappedTwins(t)
+	t.Logf("first SIGKILL with %d of %d physical pods made, %d of them not yet recorded on their virtual pod, %v after the batch began",
+		atKill, total, inWindow, time.Since(created).Round(100*time.Millisecond))
 	if atKill >= total {
 		t.Fatalf("the batch was done before the kill: the test proves nothing")
 	}
 	second := start(t, namespace+"-2")
 	atKill = waitPhysicalPods(t, before+killPods*3/5)
 	second.kill(t)
-	t.Logf("second SIGKILL with %d of %d physical pods made", atKill, total)
+	secondInWindow := unmappedTwins(t)
+	t.Logf("second SIGKILL with %d of %d physical pods made, %d of them not yet recorded on their virtual pod", atKill, total, secondInWindow)
+	inWindow += secondInWindow
+	if inWindow == 0 {
+		t.Errorf("no kill landed between a physical create and the write of its mapping: the window is not proven")
+	}
 
 	third := start(t, namespace+"-3")
 	took = waitConverged(t, "the clusters agree after the kills")
@@ -72,7 +87,39 @@ func killMidSync(t *testing.T, namespace string, start func(t *testing.T, name s
 	if got != total {
 		t.Errorf("%d virtual pods, want %d", got, total)
 	}
-	t.Logf("FIGURE %s: %d pods, exact on both sides %v after the last restart (%v after the batch began)",
-		t.Name(), got, took.Round(100*time.Millisecond), time.Since(created).Round(100*time.Millisecond))
+	t.Logf("FIGURE %s: %d pods, exact on both sides %v after the last restart (%v after the batch began); %d pods were killed between their physical create and their mapping write",
+		t.Name(), got, took.Round(100*time.Millisecond), time.Since(created).Round(100*time.Millisecond), inWindow)
 	third.Stop()
+}
+
+// unmappedTwins counts the physical pods whose virtual pod does not name
+// them yet: made by the top-down side, with the bottom-up side's first
+// status write, which records the mapping, still to come. Read right after
+// a kill, it is how many pods the kill caught in that window.
+func unmappedTwins(t *testing.T) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	physical, err := env.physicalKube.CoreV1().Pods(mountNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	virtual, err := env.virtualKube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: podLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapped := map[string]bool{}
+	for _, v := range virtual.Items {
+		if v.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] != "" {
+			mapped[v.Namespace+"/"+v.Name] = true
+		}
+	}
+	var n int
+	for _, p := range physical.Items {
+		key := p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodNamespace] + "/" + p.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodName]
+		if !mapped[key] {
+			n++
+		}
+	}
+	return n
 }

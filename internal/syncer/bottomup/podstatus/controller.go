@@ -171,10 +171,13 @@ func (c *Controller) isManaged(pod *corev1.Pod) bool {
 }
 
 // physicalKeys maps a virtual pod to the physical pod its annotations name,
-// if that lives in this binding's mount namespace.
+// if that lives in this binding's mount namespace, or, before they name
+// one, to where the name rule puts it.
 func (c *Controller) physicalKeys(virtual *corev1.Pod) []cache.ObjectName {
-	namespace := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace]
-	name := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]
+	namespace, name, recorded := mappingOf(virtual)
+	if !recorded {
+		namespace, name = c.mountNamespace, kubeoceanv1alpha1.PhysicalName(virtual.Namespace, virtual.Name)
+	}
 	if namespace != c.mountNamespace || name == "" {
 		return nil
 	}

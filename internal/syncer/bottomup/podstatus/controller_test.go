@@ -108,7 +108,7 @@ func TestPhysicalKeys(t *testing.T) {
 			kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: mountNS,
 			kubeoceanv1alpha1.AnnotationPhysicalPodName:      physicalName,
 		}, []cache.ObjectName{{Namespace: mountNS, Name: physicalName}}},
-		{"not mapped yet", nil, nil},
+		{"not mapped yet: where the name rule puts it", nil, []cache.ObjectName{{Namespace: mountNS, Name: kubeoceanv1alpha1.PhysicalName(virtualNS, virtualName)}}},
 		{"no name", map[string]string{kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: mountNS}, nil},
 		{"another binding's mount namespace", map[string]string{
 			kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "other-mount",

@@ -23,11 +23,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// unclaimedGrace is how long a physical pod may wait for the virtual pod
-// cache to show the mapping the top-down side wrote before creating it.
-// Past it the virtual pod is read live, as for any other mismatch.
-const unclaimedGrace = 10 * time.Second
-
 // unreportedGrace is how long the physical pod's UID waits to be recorded
 // while its kubelet has not reported on it yet: its first report usually
 // comes in a moment, and the UID goes with it in one write instead of two.
@@ -41,19 +36,16 @@ const unclaimedGrace = 10 * time.Second
 const unreportedGrace = 30 * time.Second
 
 // cacheLag remembers, per physical pod, what the virtual pod cache has not
-// shown yet (and what the physical pod has not reported yet), so that a reconcile that runs ahead of the cache waits for the
-// event that brings it back instead of reading live or writing against a
-// stale resourceVersion. Both happen often with many workers: the physical
-// pod appears before the virtual pod's mapping reaches the cache, and the
-// physical pod's next status change comes before our last write does.
+// shown yet (and what the physical pod has not reported yet), so that a
+// reconcile that runs ahead of the cache waits for the event that brings it
+// back instead of writing against a stale resourceVersion: with many
+// workers the physical pod's next status change often comes before our
+// last write does.
 type cacheLag struct {
 	mu sync.Mutex
 	// replaced is the resourceVersion our last status write replaced:
 	// while the cache still shows it, the cache is behind that write.
 	replaced map[cache.ObjectName]string
-	// unclaimedSince is when the cached virtual pod was first seen with
-	// the physical pod's UID but no mapping yet.
-	unclaimedSince map[cache.ObjectName]time.Time
 	// unreportedSince is when the physical pod was first seen with nothing
 	// reported on it but its UID to record.
 	unreportedSince map[cache.ObjectName]time.Time
@@ -62,7 +54,6 @@ type cacheLag struct {
 func newCacheLag() *cacheLag {
 	return &cacheLag{
 		replaced:        map[cache.ObjectName]string{},
-		unclaimedSince:  map[cache.ObjectName]time.Time{},
 		unreportedSince: map[cache.ObjectName]time.Time{},
 	}
 }
@@ -87,15 +78,6 @@ func (l *cacheLag) behindWrite(key cache.ObjectName, resourceVersion string) boo
 	delete(l.replaced, key)
 	return false
 }
-
-// unclaimed records that the cached virtual pod does not name the physical
-// pod yet and returns how much longer to wait for it; 0: stop waiting.
-func (l *cacheLag) unclaimed(key cache.ObjectName, now time.Time) time.Duration {
-	return l.waitFor(l.unclaimedSince, unclaimedGrace, key, now)
-}
-
-// claimed forgets the wait for a mapping.
-func (l *cacheLag) claimed(key cache.ObjectName) { l.done(l.unclaimedSince, key) }
 
 // unreported records that only the UID of the physical pod is to be
 // written, with nothing reported on it yet, and returns how much longer to
@@ -129,6 +111,5 @@ func (l *cacheLag) forget(key cache.ObjectName) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.replaced, key)
-	delete(l.unclaimedSince, key)
 	delete(l.unreportedSince, key)
 }

@@ -71,7 +71,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 		return controller.Result{}, c.deleteOrphan(ctx, physical, corev1.EventTypeWarning, kubeoceanv1alpha1.ReasonMissingVirtualPodMapping,
 			"it has no complete virtual pod mapping annotations")
 	}
-	virtual, dead, wait, err := c.virtualPodFor(ctx, key, physical, ref)
+	virtual, dead, err := c.virtualPodFor(ctx, key, physical, ref)
 	if err != nil {
 		return controller.Result{}, err
 	}
@@ -81,7 +81,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 	}
 	if virtual == nil {
 		// The virtual pod cache is behind; its event brings us back.
-		return controller.Result{RequeueAfter: wait}, nil
+		return controller.Result{}, nil
 	}
 
 	ctx = klog.NewContext(ctx, logger.WithValues("virtualPod", klog.KObj(virtual)))
@@ -90,60 +90,37 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 
 // virtualPodFor returns the virtual pod the physical pod was made for, or,
 // when the mapping is dead, why, or neither when the cache is known to be
-// behind (wait, when not 0, is when to look again without an event). The
-// cache may lag behind the virtual cluster: a pod just annotated by the
-// top-down side, just written by us, or just recreated under the same
-// name. Two of those are known without asking:
-//
-//   - the cached pod has the physical pod's UID but names no physical pod:
-//     the top-down side records the mapping before it creates the pod, so
-//     the event of that write is on its way. It is awaited for
-//     unclaimedGrace, then read live, as for any other mismatch;
-//   - the cached pod is the version our last status write replaced: that
-//     write's event is on its way. Writing now would conflict.
-//
-// Any other mismatch is confirmed by a live GET before a pod is deleted
-// for it. Failing to reach the virtual cluster is an error, never a reason
-// to delete.
-func (c *Controller) virtualPodFor(ctx context.Context, key cache.ObjectName, physical *corev1.Pod, ref virtualPodRef) (*corev1.Pod, string, time.Duration, error) {
+// behind our last status write (whose event is on its way: writing now
+// would conflict). Any other mismatch, a pod just recreated under the same
+// name for one, is confirmed by a live GET before a pod is deleted for it.
+// Failing to reach the virtual cluster is an error, never a reason to
+// delete.
+func (c *Controller) virtualPodFor(ctx context.Context, key cache.ObjectName, physical *corev1.Pod, ref virtualPodRef) (*corev1.Pod, string, error) {
 	logger := klog.FromContext(ctx)
 	cached, err := c.virtualPods.Pods(ref.namespace).Get(ref.name)
 	switch {
 	case err == nil && mappingMismatch(cached, physical, ref) == "":
-		c.lag.claimed(key)
 		if c.lag.behindWrite(key, cached.ResourceVersion) {
 			logger.V(4).Info("Virtual pod cache is behind our last status write; waiting for its event", "virtualPod", klog.KObj(cached))
-			return nil, "", 0, nil
+			return nil, "", nil
 		}
-		return cached, "", 0, nil
-	case err == nil && cached.UID == ref.uid && namesNoPhysicalPod(cached):
-		if wait := c.lag.unclaimed(key, c.clock.Now()); wait > 0 {
-			logger.V(4).Info("Virtual pod cache does not show the mapping yet; waiting for its event", "virtualPod", klog.KObj(cached))
-			return nil, "", wait, nil
-		}
+		return cached, "", nil
 	case err != nil && !apierrors.IsNotFound(err):
-		return nil, "", 0, err
+		return nil, "", err
 	}
 
 	live, err := c.virtualClient.Pods(ref.namespace).Get(ctx, ref.name, metav1.GetOptions{})
 	if isPodNotFound(err, ref.name) {
-		return nil, fmt.Sprintf("virtual pod %s/%s does not exist", ref.namespace, ref.name), 0, nil
+		return nil, fmt.Sprintf("virtual pod %s/%s does not exist", ref.namespace, ref.name), nil
 	}
 	if err != nil {
-		return nil, "", 0, fmt.Errorf("confirming virtual pod %s/%s: %w", ref.namespace, ref.name, err)
+		return nil, "", fmt.Errorf("confirming virtual pod %s/%s: %w", ref.namespace, ref.name, err)
 	}
 	if why := mappingMismatch(live, physical, ref); why != "" {
-		return nil, why, 0, nil
+		return nil, why, nil
 	}
-	c.lag.claimed(key)
 	logger.V(4).Info("Virtual pod cache is behind; using the live object", "virtualPod", klog.KObj(live))
-	return live, "", 0, nil
-}
-
-// namesNoPhysicalPod tells a virtual pod without mapping annotations.
-func namesNoPhysicalPod(virtual *corev1.Pod) bool {
-	return virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] == "" &&
-		virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] == ""
+	return live, "", nil
 }
 
 // isPodNotFound is true only for the apiserver's own answer that this pod
@@ -163,19 +140,35 @@ func isPodNotFound(err error, name string) bool {
 }
 
 // mappingMismatch says why virtual is not the pod physical was made for, or
-// "" when the two belong together: same UID as recorded on the physical pod,
-// and the virtual pod names this physical pod. A virtual pod that names no
-// physical pod does not claim this one either.
+// "" when the two belong together: the physical pod records the virtual
+// pod's UID, and the virtual pod either names this physical pod or names
+// none yet and this pod is where the name rule puts it (the top-down side
+// creates the physical pod first; the mapping comes with our first status
+// write). A virtual pod that names another physical pod does not claim
+// this one.
 func mappingMismatch(virtual, physical *corev1.Pod, ref virtualPodRef) string {
 	if virtual.UID != ref.uid {
 		return fmt.Sprintf("virtual pod %s/%s has UID %s, not %s", virtual.Namespace, virtual.Name, virtual.UID, ref.uid)
 	}
-	namespace := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace]
-	name := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]
+	namespace, name, recorded := mappingOf(virtual)
+	if !recorded {
+		if physical.Name != kubeoceanv1alpha1.PhysicalName(virtual.Namespace, virtual.Name) {
+			return fmt.Sprintf("virtual pod %s/%s maps by name to another physical pod than %s", virtual.Namespace, virtual.Name, physical.Name)
+		}
+		return ""
+	}
 	if namespace != physical.Namespace || name != physical.Name {
 		return fmt.Sprintf("virtual pod %s/%s maps to physical pod %q/%q", virtual.Namespace, virtual.Name, namespace, name)
 	}
 	return ""
+}
+
+// mappingOf reads the physical pod a virtual pod's annotations name;
+// recorded is false when they name none (neither annotation is set).
+func mappingOf(virtual *corev1.Pod) (namespace, name string, recorded bool) {
+	namespace = virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace]
+	name = virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]
+	return namespace, name, namespace != "" || name != ""
 }
 
 // deleteOrphan deletes a physical pod no virtual pod owns. The UID
@@ -205,26 +198,28 @@ func (c *Controller) deleteOrphan(ctx context.Context, physical *corev1.Pod, eve
 }
 
 // syncVirtualPod copies the physical pod's status to the virtual pod and
-// records the physical pod's UID on it, when either differs, in one write:
-// the pods/status endpoint keeps changes to labels and annotations (it
-// resets only spec, deletionTimestamp and ownerReferences), so the first
-// status copy also records the mapping, one virtual write per pod fewer
-// than a separate patch. The write carries the resourceVersion (and UID)
+// records the mapping (the physical pod's namespace, name and UID) on it,
+// when either differs, in one write: the pods/status endpoint keeps changes
+// to labels and annotations (it resets only spec, deletionTimestamp and
+// ownerReferences), so the first status copy also records the mapping, and
+// a synced pod costs one virtual write from creation to Running. The write carries the resourceVersion (and UID)
 // read, so it fails on a virtual pod changed or recreated since.
 //
-// last-sync-time is stamped only with the UID: it tells when the mapping
-// was made; stamping it on every status change would wake every watcher of
+// last-sync-time is stamped only with the mapping: it tells when it was
+// recorded; stamping it on every status change would wake every watcher of
 // virtual pods once more per change, for a time the status conditions
 // already carry.
 //
-// A UID alone waits up to unreportedGrace while the physical pod's kubelet
+// A mapping alone waits up to unreportedGrace while the physical pod's kubelet
 // has not reported on it yet: a new pod's first report follows its
 // creation closely, and both then cost one write.
 func (c *Controller) syncVirtualPod(ctx context.Context, key cache.ObjectName, physical, virtual *corev1.Pod) (controller.Result, error) {
 	status := mirroredStatus(virtual.Status, physical.Status)
 	statusChanged := !equality.Semantic.DeepEqual(virtual.Status, status)
-	uidChanged := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] != string(physical.UID)
-	if !statusChanged && !uidChanged {
+	namespace, name, _ := mappingOf(virtual)
+	mappingChanged := virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] != string(physical.UID) ||
+		namespace != physical.Namespace || name != physical.Name
+	if !statusChanged && !mappingChanged {
 		c.lag.reported(key)
 		return controller.Result{}, nil
 	}
@@ -237,10 +232,14 @@ func (c *Controller) syncVirtualPod(ctx context.Context, key cache.ObjectName, p
 	c.lag.reported(key)
 	updated := virtual.DeepCopy()
 	updated.Status = status
-	if uidChanged {
+	if mappingChanged {
 		if updated.Annotations == nil {
 			updated.Annotations = map[string]string{}
 		}
+		// The mapping and the physical UID go together: from this write
+		// on, the physical pod being gone means it was lost.
+		updated.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = physical.Namespace
+		updated.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = physical.Name
 		updated.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] = string(physical.UID)
 		updated.Annotations[kubeoceanv1alpha1.AnnotationLastSyncTime] = c.clock.Now().UTC().Format(time.RFC3339)
 	}
@@ -255,7 +254,7 @@ func (c *Controller) syncVirtualPod(ctx context.Context, key cache.ObjectName, p
 		return controller.Result{}, fmt.Errorf("updating status of virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
 	}
 	c.lag.wrote(key, virtual.ResourceVersion)
-	klog.FromContext(ctx).V(2).Info("Copied physical pod status to virtual pod", "phase", status.Phase, "recordedPhysicalUID", uidChanged)
+	klog.FromContext(ctx).V(2).Info("Copied physical pod status to virtual pod", "phase", status.Phase, "recordedMapping", mappingChanged)
 	return controller.Result{}, nil
 }
 

@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
@@ -219,32 +221,41 @@ func TestReconcileWaitsForTheCache(t *testing.T) {
 		pod.Annotations = nil
 		return pod
 	}
-	t.Run("the mapping's event comes", func(t *testing.T) {
-		f := newFixture(t, pods(physicalPod()), pods(unmapped()), pods(virtualPod()))
-		if result := f.reconcileResult(t); result.RequeueAfter != unclaimedGrace {
-			t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, unclaimedGrace)
+	t.Run("a pod the virtual pod does not name yet, where the name rule puts it, is its twin", func(t *testing.T) {
+		// The top-down side creates the physical pod before anything is
+		// written to the virtual pod: the first status write records the
+		// mapping with the physical UID.
+		byName := physicalPod()
+		byName.Name = kubeoceanv1alpha1.PhysicalName(virtualNS, virtualName)
+		f := newFixture(t, pods(byName), pods(unmapped()), pods(unmapped()))
+		_, ctx := ktesting.NewTestContext(t)
+		if _, err := f.controller.reconcile(ctx, cache.ObjectName{Namespace: mountNS, Name: byName.Name}); err != nil {
+			t.Fatal(err)
 		}
-		expectVirtual(t, f)
-		mustUpdate(t, f, virtualPod())
-		f.reconcileResult(t)
-		expectVirtual(t, f, "update pods/status")
-		if len(f.controller.lag.unclaimedSince) != 0 {
-			t.Errorf("a claimed pod is still awaited: %v", f.controller.lag.unclaimedSince)
+		actions := f.virtualKube.Actions()
+		if got := fixtures.Verbs(actions); !slices.Equal(got, []string{"update pods/status"}) {
+			t.Fatalf("virtual actions = %v, want one status write", got)
 		}
-	})
-	t.Run("no event within the grace period", func(t *testing.T) {
-		f := newFixture(t, pods(physicalPod()), pods(unmapped()), pods(unmapped()))
-		clock := testingclock.NewFakePassiveClock(now)
-		f.controller.clock = clock
-		f.reconcileResult(t)
-		clock.SetTime(now.Add(unclaimedGrace / 2))
-		if result := f.reconcileResult(t); result.RequeueAfter != unclaimedGrace/2 {
-			t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, unclaimedGrace/2)
+		written := actions[0].(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
+		for k, want := range map[string]string{
+			kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: mountNS,
+			kubeoceanv1alpha1.AnnotationPhysicalPodName:      byName.Name,
+			kubeoceanv1alpha1.AnnotationPhysicalPodUID:       string(physicalUID),
+		} {
+			if got := written.Annotations[k]; got != want {
+				t.Errorf("written %s = %q, want %q", k, got, want)
+			}
 		}
-		expectVirtual(t, f)
+		if written.Status.Phase != corev1.PodRunning {
+			t.Errorf("written phase = %q, want the physical pod's status in the same write", written.Status.Phase)
+		}
 		assertDeleted(t, f.physicalKube.Actions(), false)
-		// Past it, the live pod decides, as for any other mismatch.
-		clock.SetTime(now.Add(unclaimedGrace))
+	})
+	t.Run("a pod elsewhere than the name rule puts it is not the unmapped pod's twin", func(t *testing.T) {
+		// It records this virtual pod's UID, but the virtual pod neither
+		// names it nor would be created there: confirmed live, then
+		// deleted.
+		f := newFixture(t, pods(physicalPod()), pods(unmapped()), pods(unmapped()))
 		f.reconcileResult(t)
 		assertDeleted(t, f.physicalKube.Actions(), true)
 		expectVirtual(t, f, "get pods")

@@ -160,12 +160,23 @@ func (r *PodReferences) setWitness(indexKey, podKey string) {
 // with the same mount namespace writes the same ones, and counting pods of
 // another binding by them kept our copies forever.
 func (r *PodReferences) Counts(pod *corev1.Pod) bool {
-	twin := pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] != "" &&
-		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] == r.mountNamespace
 	if !isFinished(pod) && r.onOurNode(pod) {
 		return true
 	}
-	return twin && r.hasOurTwin(pod)
+	name, ours := r.twinName(pod)
+	return ours && r.hasOurTwin(pod, name)
+}
+
+// twinName is the name of pod's physical pod in the mount namespace: the
+// one its mapping names, or, before the mapping is recorded, the one the
+// name rule gives. ours is false when the mapping names another place.
+func (r *PodReferences) twinName(pod *corev1.Pod) (name string, ours bool) {
+	namespace := pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace]
+	name = pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName]
+	if namespace == "" && name == "" {
+		return kubeoceanv1alpha1.PhysicalName(pod.Namespace, pod.Name), true
+	}
+	return name, name != "" && namespace == r.mountNamespace
 }
 
 func (r *PodReferences) onOurNode(pod *corev1.Pod) bool {
@@ -176,13 +187,13 @@ func (r *PodReferences) onOurNode(pod *corev1.Pod) bool {
 	return err == nil && node.Labels[kubeoceanv1alpha1.LabelClusterID] == r.owner.ClusterID
 }
 
-// hasOurTwin tells whether the physical pod pod's annotations name is the
-// binding's and was made for pod.
-func (r *PodReferences) hasOurTwin(pod *corev1.Pod) bool {
+// hasOurTwin tells whether the physical pod name is the binding's and was
+// made for pod.
+func (r *PodReferences) hasOurTwin(pod *corev1.Pod, name string) bool {
 	if r.physicalPods == nil {
 		return false
 	}
-	physical, err := r.physicalPods.Pods(r.mountNamespace).Get(pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName])
+	physical, err := r.physicalPods.Pods(r.mountNamespace).Get(name)
 	return err == nil && r.owner.Owns(physical) &&
 		physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] == string(pod.UID)
 }

@@ -33,9 +33,13 @@ import (
 )
 
 // create makes the physical pod of a virtual pod that has none: judged
-// first (package preflight), then the mapping recorded on the virtual pod
-// while the token Secret is made, the dependencies copied, and the pod
-// created.
+// first (package preflight), then its dependencies copied and its token
+// Secret made, and the pod created. Nothing is written to the virtual pod
+// before: the physical name is a function of the virtual namespace and
+// name, and the physical pod records the virtual pod's UID, so the pod is
+// found and proven this virtual pod's twin without a mapping on the virtual
+// side. The bottom-up side records the mapping, with the physical UID, in
+// its first status write.
 func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping, physicalNode string) (controller.Result, error) {
 	candidate := &preflight.Pod{Virtual: virtual, PhysicalNode: physicalNode, Physical: func() *corev1.Pod {
 		// The checks read the spec and annotations, not the names of the
@@ -46,21 +50,11 @@ func (c *Controller) create(ctx context.Context, virtual *corev1.Pod, m mapping,
 		return c.refuse(ctx, virtual, *refusal)
 	}
 
-	plan := podidentity.PlanFor(virtual)
-	if !m.recorded {
-		recorded, err := c.recordMappingBesideToken(ctx, virtual, m, plan)
-		if err != nil || recorded == nil {
-			return controller.Result{}, err
-		}
-		virtual = recorded
-	}
 	names, problem := c.resolveDependencies(ctx, virtual)
 	if problem != nil {
 		return c.waitForDependencies(ctx, virtual, problem)
 	}
-	// After recordMappingBesideToken this finds the Secret it made, and
-	// sends nothing.
-	if _, err := c.identity.Ensure(ctx, virtual, m.name, plan); err != nil {
+	if _, err := c.identity.Ensure(ctx, virtual, m.name, podidentity.PlanFor(virtual)); err != nil {
 		return controller.Result{}, err
 	}
 
@@ -97,72 +91,6 @@ func (c *Controller) translation(virtual *corev1.Pod, physicalName, physicalNode
 		APIServer:      c.apiServer,
 		Allowed:        c.allowances.Current(),
 	}
-}
-
-// recordMappingBesideToken records the mapping and, meanwhile, makes the
-// pod's token Secret (plan): the two do not depend on each other, and a new
-// pod otherwise waits for three round trips in a row before its own create.
-// The physical pod still waits for both, so the mapping is on the virtual
-// pod before the physical pod exists. Should the mapping fail, the retry
-// needs the same Secret (the physical name is the same) and finds it; should
-// the virtual pod be gone, its key comes back with the Secret's event and
-// cleanUpAfter removes the Secret. It returns what recordMapping does, or
-// the token's error when only that failed.
-//
-// While other pods wait in the queue, the two go one after the other, as
-// the rest of create does: the apiservers are then what pods wait for, and
-// a pod's second request in flight only delays the pods queued behind it
-// (in bench-topdown's 2,000-pod burst, the p99 to the physical pod rose
-// above 5 s in four runs of five).
-func (c *Controller) recordMappingBesideToken(ctx context.Context, virtual *corev1.Pod, m mapping, plan podidentity.Plan) (*corev1.Pod, error) {
-	if plan.Empty() || c.Len() > 0 {
-		return c.recordMapping(ctx, virtual, m)
-	}
-	tokenDone := make(chan error, 1)
-	go func() {
-		// A panic here would end the process: the worker's recovery does
-		// not reach this goroutine.
-		defer func() {
-			if r := recover(); r != nil {
-				tokenDone <- fmt.Errorf("making the token Secret of virtual pod %s/%s panicked: %v", virtual.Namespace, virtual.Name, r)
-			}
-		}()
-		_, err := c.identity.Ensure(ctx, virtual, m.name, plan)
-		tokenDone <- err
-	}()
-	recorded, err := c.recordMapping(ctx, virtual, m)
-	tokenErr := <-tokenDone
-	if err != nil || recorded == nil {
-		return recorded, err
-	}
-	return recorded, tokenErr
-}
-
-// recordMapping writes the physical pod's namespace and name on the virtual
-// pod and returns the pod as written, or nil when the virtual pod is gone.
-// It is an update of the pod as read, whose resourceVersion and UID make it
-// fail on a pod changed or recreated since; the apiserver takes it in the
-// client's encoding, unlike a merge patch, which it applies through JSON. A
-// conflict is returned: the change that caused it may be one our handlers
-// drop, so waiting for its event could wait forever, and the worker loop
-// retries conflicts at once.
-func (c *Controller) recordMapping(ctx context.Context, virtual *corev1.Pod, m mapping) (*corev1.Pod, error) {
-	updated := virtual.DeepCopy()
-	if updated.Annotations == nil {
-		updated.Annotations = map[string]string{}
-	}
-	updated.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = c.mountNamespace
-	updated.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = m.name
-	recorded, err := c.virtualClient.Pods(virtual.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		klog.FromContext(ctx).V(4).Info("Virtual pod is gone while recording its mapping", "err", err)
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("recording the physical pod on virtual pod %s/%s: %w", virtual.Namespace, virtual.Name, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Recorded physical pod mapping", "physicalPod", klog.KRef(c.mountNamespace, m.name))
-	return recorded, nil
 }
 
 // waitForDependencies shows on the virtual pod why it cannot be created

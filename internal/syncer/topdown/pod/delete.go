@@ -37,14 +37,14 @@ import (
 // is gone for sure, we delete the virtual pod with grace period 0, which is
 // what a kubelet does once its containers have stopped.
 func (c *Controller) syncDeletion(ctx context.Context, virtual *corev1.Pod, m mapping) error {
-	if m.recorded {
-		gone, err := c.deletePhysical(ctx, virtual, m)
-		if err != nil || !gone {
-			return err
-		}
+	// Without a recorded mapping the physical pod may still exist where
+	// the name rule puts it (made before the bottom-up side's first status
+	// write): deletePhysical looks there and deletes it only if it was made
+	// for this virtual pod.
+	gone, err := c.deletePhysical(ctx, virtual, m)
+	if err != nil || !gone {
+		return err
 	}
-	// The mapping is recorded before any physical pod is created: without
-	// it there never was one.
 	if err := c.identity.Delete(ctx, m.namespace, m.name, cache.MetaObjectToName(virtual), virtual.UID); err != nil {
 		return err
 	}

@@ -48,13 +48,26 @@ func assertDelete(t *testing.T, action clienttesting.Action, wantGrace int64, wa
 	}
 }
 
-// A virtual pod deleted before it was mapped never had a physical pod: it
+// A virtual pod deleted before its physical pod was made: a live read
+// where the name rule puts the physical pod finds none, and the virtual pod
 // is finished at once.
 func TestDeletionBeforeCreation(t *testing.T) {
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{terminating(boundPod(), 30)}})
 	f.mustReconcile()
 	assertWrites(t, f, "virtual delete pods")
 	assertDelete(t, actions(f.virtualKube, "delete", "pods")[0], 0, string(virtualUID))
+}
+
+// A virtual pod deleted after its physical pod was made but before the
+// mapping was recorded (the bottom-up side's first status write): its
+// physical pod, found by name and proven by the virtual UID it records, is
+// deleted first, not left behind.
+func TestDeletionBeforeTheMappingIsRecorded(t *testing.T) {
+	virtual := terminating(boundPod(), 30)
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(boundPod())}})
+	f.mustReconcile()
+	assertWrites(t, f, "physical delete pods")
+	assertDelete(t, actions(f.physicalKube, "delete", "pods")[0], 30, string(physicalUID))
 }
 
 // A running physical pod is deleted with the virtual pod's grace period;

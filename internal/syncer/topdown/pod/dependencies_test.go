@@ -47,7 +47,7 @@ func TestDependenciesNotReady(t *testing.T) {
 	if err == nil || controller.IsTerminal(err) {
 		t.Fatalf("error = %v, want one that is retried", err)
 	}
-	assertWrites(t, f, "virtual update pods", "virtual update pods/status")
+	assertWrites(t, f, "virtual update pods/status")
 	condition := dependencyCondition(f.virtualPod())
 	if condition == nil || condition.Status != corev1.ConditionFalse || condition.Reason != kubeoceanv1alpha1.ReasonDependencyNotReady ||
 		!strings.Contains(condition.Message, "ConfigMap team-a/config not ready: NotFound") {
@@ -94,7 +94,7 @@ func TestOptionalMissingDependency(t *testing.T) {
 	f.dependents.errs["ConfigMap/config"] = &dependents.NotReadyError{Kind: dependents.KindConfigMap, Namespace: virtualNS, Name: "config", Reason: dependents.ReasonNotFound}
 	f.dependents.errs["Secret/regcred"] = &dependents.NotReadyError{Kind: dependents.KindSecret, Namespace: virtualNS, Name: "regcred", Reason: dependents.ReasonNotFound}
 	f.mustReconcile()
-	assertWrites(t, f, "virtual update pods", "physical create pods")
+	assertWrites(t, f, "physical create pods")
 	created := actions(f.physicalKube, "create", "pods")[0].(clienttesting.CreateAction).GetObject().(*corev1.Pod)
 	if name := created.Spec.Containers[0].Env[0].ValueFrom.ConfigMapKeyRef.Name; name != pn("config") {
 		t.Errorf("optional ConfigMap reference = %q, want %q", name, pn("config"))
@@ -111,7 +111,7 @@ func TestOptionalDependencyNotReadyForOtherReason(t *testing.T) {
 	if _, err := f.reconcile(); err == nil {
 		t.Fatal("no error for a ConfigMap being deleted")
 	}
-	assertWrites(t, f, "virtual update pods", "virtual update pods/status")
+	assertWrites(t, f, "virtual update pods/status")
 }
 
 // A name conflict is shown as a Warning and rechecked slowly: only someone

@@ -16,8 +16,8 @@ limitations under the License.
 
 // Package pod is the top-down syncer's virtual pod controller. For every
 // pod the virtual cluster's scheduler placed on a virtual node of this
-// binding it records the mapping on the virtual pod, copies the objects the
-// pod uses (through the dependents library), creates the physical pod in
+// binding it copies the objects the pod uses (through the dependents
+// library), creates the physical pod, under the name the name rule gives, in
 // the binding's mount namespace pinned to the physical node behind the
 // virtual node, keeps its labels, annotations, deadline and images in step,
 // issues the pod a service-account token of the virtual cluster, and

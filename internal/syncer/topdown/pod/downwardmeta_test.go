@@ -67,8 +67,8 @@ func TestDownwardAPIServesTheVirtualMetadata(t *testing.T) {
 	f.mustReconcile()
 	// The Secret is made with the values and their digest: no patch.
 	if writes := f.takeWrites(); !slices.Equal(slices.Sorted(slices.Values(writes)),
-		[]string{"physical create pods", "physical create secrets", "virtual update pods"}) {
-		t.Errorf("writes = %q, want the mapping, the Secret and the pod", writes)
+		[]string{"physical create pods", "physical create secrets"}) {
+		t.Errorf("writes = %q, want the Secret and the pod", writes)
 	}
 	physical, err := f.physicalPod()
 	if err != nil {

@@ -43,13 +43,15 @@ type mapping struct {
 	// namespace changed, or by someone else). Such a pod is never synced,
 	// but its deletion is carried to that place.
 	namespace, name string
-	// recorded: the virtual pod's annotations name the physical pod, so
-	// it may exist. They are written before the physical pod is created,
-	// so that the bottom-up side never sees a physical pod its virtual pod
-	// does not claim.
+	// recorded: the virtual pod's annotations name the physical pod. The
+	// bottom-up side writes them, with the physical pod's UID, when it
+	// first copies the physical pod's status; before that the physical
+	// pod, if any, is where the name rule puts it, and proven this
+	// virtual pod's by the virtual UID it records.
 	recorded bool
 	// uid is the physical pod's UID, recorded by the bottom-up side once
-	// it saw the pod; set only with recorded.
+	// it saw the pod; set only with recorded. A recorded UID whose pod is
+	// gone makes the virtual pod lost.
 	uid types.UID
 }
 
@@ -124,15 +126,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) (contr
 		c.created.CreationObserved(key)
 		return c.syncExisting(ctx, virtual, physical, m)
 	case err == nil:
-		// Left by an earlier virtual pod of the same name: the bottom-up
-		// side deletes it once this pod claims the name, and its deletion
+		// Left by an earlier virtual pod of the same name: it records
+		// another UID, so the bottom-up side deletes it, and its deletion
 		// brings us back.
 		logger.V(2).Info("Physical pod of an earlier virtual pod with this name still exists; waiting for it to go",
 			"physicalPod", klog.KObj(physical))
-		if !m.recorded {
-			_, err := c.recordMapping(ctx, virtual, m)
-			return controller.Result{}, err
-		}
 		return controller.Result{}, nil
 	case m.uid != "":
 		return controller.Result{}, c.syncLost(ctx, virtual, m)

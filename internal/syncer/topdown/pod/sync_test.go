@@ -18,7 +18,6 @@ package pod
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,10 +27,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/diff"
 	clienttesting "k8s.io/client-go/testing"
@@ -87,22 +84,22 @@ func assertWrites(t *testing.T, f *fixture, want ...string) {
 }
 
 // assertCreatedWithToken checks the writes of a new pod with a token: the
-// mapping and the TokenRequest with its Secret side by side (the Secret
-// after the token it holds), and the physical pod only after all of them.
+// TokenRequest, the Secret holding it, then the physical pod, and nothing
+// written to the virtual pod (the bottom-up side records the mapping with
+// its first status write).
 func assertCreatedWithToken(t *testing.T, f *fixture) {
 	t.Helper()
 	got := f.takeWrites()
-	mapping, token := "virtual update pods", []string{"virtual create serviceaccounts/token", "physical create secrets"}
-	without := slices.DeleteFunc(slices.Clone(got), func(w string) bool { return w == mapping })
-	if len(got) != 4 || len(without) != 3 || !slices.Equal(without, append(token, "physical create pods")) || got[3] != "physical create pods" {
-		t.Errorf("writes = %q, want %q beside %q, then %q", got, mapping, token, "physical create pods")
+	want := []string{"virtual create serviceaccounts/token", "physical create secrets", "physical create pods"}
+	if !slices.Equal(got, want) {
+		t.Errorf("writes = %q, want %q", got, want)
 	}
 }
 
-// TestCreate follows a new virtual pod: the mapping is recorded on it
-// while the token Secret is made, then the physical pod is created, and
-// reconciling again — also once the bottom-up side recorded the physical
-// UID — writes nothing.
+// TestCreate follows a new virtual pod: the token Secret is made, then the
+// physical pod is created, with nothing written to the virtual pod; and
+// reconciling again — also once the bottom-up side recorded the mapping
+// and the physical UID — writes nothing.
 func TestCreate(t *testing.T) {
 	virtual := withTokenVolume(boundPod())
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, apiServer: "10.0.0.1:6443"})
@@ -112,19 +109,6 @@ func TestCreate(t *testing.T) {
 		t.Errorf("RequeueAfter = %v after create, want 0 (the physical pod's event comes)", result.RequeueAfter)
 	}
 
-	// The mapping write is an update of the pod as read (its UID and
-	// resourceVersion make a recreated or changed pod fail it) that adds
-	// the two annotations and changes nothing else.
-	mapped := actions(f.virtualKube, "update", "pods")[0].(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
-	wantMapped := virtual.DeepCopy()
-	if wantMapped.Annotations == nil {
-		wantMapped.Annotations = map[string]string{}
-	}
-	wantMapped.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = mountNS
-	wantMapped.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = physicalName
-	if !equality.Semantic.DeepEqual(mapped, wantMapped) {
-		t.Errorf("mapping write (-want +got):\n%s", diff.Diff(wantMapped, mapped))
-	}
 	if want := []string{"ConfigMap/team-a/config", "Secret/team-a/creds"}; !slices.Equal(f.dependents.calls, want) {
 		t.Errorf("dependents calls = %v, want %v", f.dependents.calls, want)
 	}
@@ -164,9 +148,10 @@ func TestCreate(t *testing.T) {
 	}
 	assertWrites(t, f)
 
-	// The bottom-up side records the physical UID: still nothing.
+	// The bottom-up side records the mapping and the physical UID: still
+	// nothing.
 	if _, err := f.virtualKube.CoreV1().Pods(virtualNS).Patch(context.Background(), virtualName, types.MergePatchType,
-		[]byte(`{"metadata":{"annotations":{"kubeocean.io/physical-pod-uid":"physical-uid","kubeocean.io/last-sync-time":"2026-03-04T05:06:07Z"}}}`),
+		[]byte(`{"metadata":{"annotations":{"kubeocean.io/physical-pod-namespace":"`+mountNS+`","kubeocean.io/physical-pod-name":"`+physicalName+`","kubeocean.io/physical-pod-uid":"physical-uid","kubeocean.io/last-sync-time":"2026-03-04T05:06:07Z"}}}`),
 		metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -233,19 +218,41 @@ func TestUpdateCarriesVirtualChanges(t *testing.T) {
 }
 
 // The physical pod of an earlier virtual pod of the same name is left to
-// the bottom-up side, which deletes it once the new virtual pod claims the
-// name.
+// the bottom-up side, which deletes it: it records another virtual UID.
+// Nothing is written meanwhile.
 func TestWaitsForStalePhysicalTwin(t *testing.T) {
 	stale := physicalFor(boundPod())
 	stale.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "earlier-uid"
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}, physicalPods: []*corev1.Pod{stale}})
 	f.mustReconcile()
-	assertWrites(t, f, "virtual update pods")
-	f.syncCaches()
-	f.mustReconcile()
 	assertWrites(t, f)
 	if len(f.dependents.calls) != 0 {
 		t.Errorf("dependencies copied while waiting: %v", f.dependents.calls)
+	}
+}
+
+// After a crash between the physical create and the bottom-up side's first
+// status write, the virtual pod names no physical pod. The restarted
+// controller finds the pod by name, proven this virtual pod's by the UID it
+// records, and keeps it: no second create, no write to the virtual pod,
+// nothing failed. A virtual pod whose mapping and physical UID are recorded
+// and whose physical pod is gone is lost, as before.
+func TestTwinFoundBeforeItsMappingIsRecorded(t *testing.T) {
+	virtual := boundPod()
+	twin := physicalFor(virtual)
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{twin}})
+	f.mustReconcile()
+	assertWrites(t, f)
+	if phase := f.virtualPod().Status.Phase; phase == corev1.PodFailed {
+		t.Errorf("virtual pod phase = %s, want it kept", phase)
+	}
+
+	// Unmapped and without a physical pod: created, not lost.
+	f = newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
+	f.mustReconcile()
+	assertWrites(t, f, "physical create pods")
+	if phase := f.virtualPod().Status.Phase; phase == corev1.PodFailed {
+		t.Errorf("virtual pod phase = %s, want Pending until it runs", phase)
 	}
 }
 
@@ -290,12 +297,12 @@ func TestNameTakenByForeignPod(t *testing.T) {
 	}
 }
 
-// Our own mapping write brings the pod back before the physical pod's
+// A change of the virtual pod brings it back before the physical pod's
 // event: the pass waits for that event instead of creating again.
 func TestCreatedPodAwaitedInCache(t *testing.T) {
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
 	f.mustReconcile()
-	assertWrites(t, f, "virtual update pods", "physical create pods")
+	assertWrites(t, f, "physical create pods")
 	f.cache("virtualPods", f.virtualPod())
 	calls := len(f.dependents.calls)
 
@@ -314,22 +321,5 @@ func TestCreatedPodAwaitedInCache(t *testing.T) {
 	assertWrites(t, f, "physical create pods")
 	if events := f.events(); len(events) != 0 {
 		t.Errorf("events = %v, want none", events)
-	}
-}
-
-// A conflict while recording the mapping is handed to the worker loop,
-// which retries conflicts at once: the change that caused it may be one the
-// pod handler drops, so waiting for an event could wait forever.
-func TestMappingConflictIsRetried(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
-	f.react(f.virtualKube, "update", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, boundPod().Name, errors.New("the object has been modified"))
-	})
-	_, err := f.reconcile()
-	if !apierrors.IsConflict(err) {
-		t.Fatalf("reconcile = %v, want the conflict, so that the key is retried", err)
-	}
-	if _, err := f.physicalPod(); !apierrors.IsNotFound(err) {
-		t.Errorf("physical pod: %v, want none before the mapping is recorded", err)
 	}
 }

@@ -18,21 +18,13 @@ package pod
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 )
@@ -198,123 +190,16 @@ func TestCreatedTokenSecretDeletedBeforeCached(t *testing.T) {
 	assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets")
 }
 
-// A new pod's mapping and its token are made side by side: the mapping's
-// update is held until the token Secret exists, which a create that made
-// them one after the other would never let happen.
-func TestMappingAndTokenOverlap(t *testing.T) {
+// A failed TokenRequest makes no physical pod and writes nothing to the
+// virtual pod; the retry issues the token and creates the pod.
+func TestTokenFailureMakesNoPhysicalPod(t *testing.T) {
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
-	held := holdMappingUntilSecret(f, 5*time.Second)
+	f.react(f.virtualKube, "create", "serviceaccounts", failOnce(apierrors.NewServiceUnavailable("token issuer down")))
+	if _, err := f.reconcile(); err == nil {
+		t.Fatal("reconcile succeeded while the TokenRequest failed")
+	}
+	assertWrites(t, f, "virtual create serviceaccounts/token")
+	f.syncCaches()
 	f.mustReconcile()
 	assertCreatedWithToken(t, f)
-	if !held.released {
-		t.Error("the mapping was recorded before the token Secret was made")
-	}
-}
-
-// holdMappingUntilSecret holds the controller's virtual pod updates until
-// a Secret is created in the physical cluster, for at most atMost.
-func holdMappingUntilSecret(f *fixture, atMost time.Duration) *heldUpdates {
-	secretCreated := make(chan struct{})
-	var once sync.Once
-	f.react(f.physicalKube, "create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
-		once.Do(func() { close(secretCreated) })
-		return false, nil, nil
-	})
-	held := &heldUpdates{VirtualClient: f.controller.virtualClient, until: secretCreated, atMost: atMost}
-	f.controller.virtualClient = held
-	return held
-}
-
-// heldUpdates holds each pod update (outside the fake clientset, whose
-// lock would hold every other request too) until until is closed, for at
-// most atMost, and tells whether it was.
-type heldUpdates struct {
-	VirtualClient
-	until    <-chan struct{}
-	atMost   time.Duration
-	released bool
-}
-
-func (c *heldUpdates) Pods(namespace string) corev1client.PodInterface {
-	return heldPods{c.VirtualClient.Pods(namespace), c}
-}
-
-type heldPods struct {
-	corev1client.PodInterface
-	held *heldUpdates
-}
-
-func (p heldPods) Update(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error) {
-	select {
-	case <-p.held.until:
-		p.held.released = true
-	case <-time.After(p.held.atMost):
-	}
-	return p.PodInterface.Update(ctx, pod, opts)
-}
-
-// When only the token fails, the mapping stays recorded, no physical pod
-// is made, and the retry issues the token and creates the pod. When only
-// the mapping fails, the retry uses the Secret already made.
-func TestMappingBesideTokenFailures(t *testing.T) {
-	t.Run("token fails", func(t *testing.T) {
-		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
-		f.react(f.virtualKube, "create", "serviceaccounts", failOnce(apierrors.NewServiceUnavailable("token issuer down")))
-		if _, err := f.reconcile(); err == nil {
-			t.Fatal("reconcile succeeded while the TokenRequest failed")
-		}
-		writes := f.takeWrites()
-		slices.Sort(writes)
-		if want := []string{"virtual create serviceaccounts/token", "virtual update pods"}; !slices.Equal(writes, want) {
-			t.Errorf("writes = %q, want %q", writes, want)
-		}
-		f.syncCaches()
-		f.mustReconcile()
-		assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
-	})
-	t.Run("mapping fails", func(t *testing.T) {
-		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
-		f.react(f.virtualKube, "update", "pods", failOnce(apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("changed"))))
-		if _, err := f.reconcile(); !apierrors.IsConflict(err) {
-			t.Fatalf("reconcile = %v, want the mapping's conflict", err)
-		}
-		writes := f.takeWrites()
-		slices.Sort(writes)
-		if want := []string{"physical create secrets", "virtual create serviceaccounts/token", "virtual update pods"}; !slices.Equal(writes, want) {
-			t.Errorf("writes = %q, want %q", writes, want)
-		}
-		f.syncCaches()
-		f.mustReconcile()
-		assertWrites(t, f, "virtual update pods", "physical create pods")
-	})
-}
-
-// While other pods wait in the queue, a new pod's mapping is recorded
-// before its token is made, not beside it: the mapping's update, held for a
-// second in case the Secret comes, goes out without it.
-func TestMappingBeforeTokenWhilePodsWait(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
-	held := holdMappingUntilSecret(f, time.Second)
-	f.controller.Enqueue(cache.ObjectName{Namespace: virtualNS, Name: "waiting"})
-	f.mustReconcile()
-	assertWrites(t, f, "virtual update pods", "virtual create serviceaccounts/token", "physical create secrets", "physical create pods")
-	if held.released {
-		t.Error("the token Secret was made while the mapping was being recorded")
-	}
-}
-
-// A panic while the token is made beside the mapping is the reconcile's
-// error, as one in the worker would be, not the end of the process.
-func TestTokenPanicBesideMappingIsAnError(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
-	f.react(f.virtualKube, "create", "serviceaccounts", func(clienttesting.Action) (bool, runtime.Object, error) {
-		panic("token issuer bug")
-	})
-	_, err := f.reconcile()
-	if err == nil || !strings.Contains(err.Error(), "panicked: token issuer bug") {
-		t.Fatalf("reconcile = %v, want the panic as an error", err)
-	}
-	if writes := f.takeWrites(); slices.Contains(writes, "physical create pods") {
-		t.Errorf("writes = %q: a physical pod was made without its token", writes)
-	}
 }
