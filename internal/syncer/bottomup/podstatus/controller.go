@@ -123,9 +123,11 @@ func New(opts Options) (*Controller, error) {
 	}); err != nil {
 		return nil, err
 	}
-	// Every change of a mapped virtual pod re-checks its physical pod: a
-	// deletion or a new UID may end the mapping, and a status written by
-	// someone else is put back in line with the physical pod.
+	// Every change of a virtual pod re-checks its physical pod (the one
+	// its mapping names, or, before the mapping is recorded, the one the
+	// name rule gives): a deletion or a new UID may end the mapping, and a
+	// status written by someone else is put back in line with the physical
+	// pod. The cache holds only pods on this binding's virtual nodes.
 	if err := c.Watch(opts.VirtualPods.Informer(), controller.Handler[*corev1.Pod, cache.ObjectName]{
 		Enqueue: c.Enqueue,
 		Keys:    c.physicalKeys,
