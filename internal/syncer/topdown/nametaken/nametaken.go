@@ -58,6 +58,11 @@ type Condition struct {
 	// the process started; until then a condition an earlier process left
 	// is checked once.
 	synced bool
+	// writing: a Note is writing the condition; dirty: what it says
+	// changed, or was asked for, since that write read it. One writer at
+	// a time: the pod workers of a burst all Note their pods before the
+	// first check is done, and each would otherwise read the binding.
+	writing, dirty bool
 }
 
 // New returns the condition of the binding bindingName, written through
@@ -67,22 +72,21 @@ func New(bindingName string, bindings BindingStatusWriter) *Condition {
 }
 
 // set records what blocks key ("" once nothing does) and tells whether the
-// binding's condition must be written again.
-func (b *Condition) set(key cache.ObjectName, blocker string) bool {
+// binding's condition must be written: changed when what it says changed,
+// check when it did not but was not written or found as it should be yet.
+func (b *Condition) set(key cache.ObjectName, blocker string) (changed, check bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	previous, was := b.pods[key]
 	switch {
-	case blocker == "" && !was:
-		return !b.synced
+	case blocker == "" && !was, previous == blocker:
+		return false, !b.synced
 	case blocker == "":
 		delete(b.pods, key)
-	case previous == blocker:
-		return !b.synced
 	default:
 		b.pods[key] = blocker
 	}
-	return true
+	return true, false
 }
 
 // condition is the binding's condition for the pods blocked now.
@@ -109,18 +113,57 @@ func (b *Condition) condition() (metav1.ConditionStatus, string, string) {
 // a binding client nothing is written. A failed write is logged, not
 // returned: the pod's own condition and event say the same, and the next
 // change writes it again.
+//
+// Only one Note writes at a time; a Note that finds a write under way
+// leaves what it changed to that writer, which writes again before it
+// returns.
 func (b *Condition) Note(ctx context.Context, key cache.ObjectName, blocker string) {
-	if b.bindings == nil || !b.set(key, blocker) {
+	if b.bindings == nil {
 		return
 	}
-	err := b.write(ctx)
-	if apierrors.IsConflict(err) {
-		// The node controller writes its condition on the same status.
-		err = b.write(ctx)
+	if changed, check := b.set(key, blocker); !changed && !check || !b.startWriting(changed) {
+		return
 	}
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Writing the binding's condition", "condition", kubeoceanv1alpha1.ClusterBindingConditionPhysicalNamesTaken)
+	for {
+		err := b.write(ctx)
+		if apierrors.IsConflict(err) {
+			// The node controller writes its condition on the same status.
+			err = b.write(ctx)
+		}
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Writing the binding's condition", "condition", kubeoceanv1alpha1.ClusterBindingConditionPhysicalNamesTaken)
+		}
+		if !b.writeAgain() {
+			return
+		}
 	}
+}
+
+// startWriting tells whether the caller is to write the condition; false
+// when a write is under way, which then writes a change again and makes a
+// check needless.
+func (b *Condition) startWriting(changed bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.writing {
+		b.dirty = b.dirty || changed
+		return false
+	}
+	b.writing, b.dirty = true, false
+	return true
+}
+
+// writeAgain tells whether a change came while the writer wrote; if not,
+// the writer is done.
+func (b *Condition) writeAgain() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.dirty {
+		b.writing = false
+		return false
+	}
+	b.dirty = false
+	return true
 }
 
 func (b *Condition) write(ctx context.Context) error {
