@@ -29,6 +29,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 const earlierBinding types.UID = "earlier-binding-uid"
@@ -78,9 +79,9 @@ func TestPredecessorPhysicalPodAdopted(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			virtual := mapped(boundPod(), "")
+			virtual := podtest.Mapped(podtest.BoundPod(), "")
 			if tc.running {
-				virtual = mapped(boundPod(), physicalUID)
+				virtual = podtest.Mapped(podtest.BoundPod(), physicalUID)
 			}
 			physical := physicalFor(virtual)
 			physical.Labels = tc.owner.Stamp(map[string]string{"app": "web"})
@@ -133,7 +134,7 @@ func TestPredecessorTokenSecretOurs(t *testing.T) {
 	if c.Ours(secret, virtualUID) {
 		t.Fatal("a token Secret of an unproven binding is ours")
 	}
-	physical := physicalFor(mapped(boundPod(), ""))
+	physical := physicalFor(podtest.Mapped(podtest.BoundPod(), ""))
 	physical.Labels = earlier.Stamp(nil)
 	if ok, err := predecessors.ProveByTwin(context.Background(), physical); !ok || err != nil {
 		t.Fatalf("ProveByTwin = %v, %v", ok, err)

@@ -28,6 +28,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanlisters "github.com/kubeocean/kubeocean/generated/listers/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 )
 
@@ -59,16 +60,16 @@ func TestSpecNotAllowed(t *testing.T) {
 		pod                    *corev1.Pod
 	}{
 		{"runtime class", kubeoceanv1alpha1.ReasonRuntimeClassNotAllowed, `"gvisor"`,
-			func() *corev1.Pod { p := boundPod(); p.Spec.RuntimeClassName = ptr.To("gvisor"); return p }()},
+			func() *corev1.Pod { p := podtest.BoundPod(); p.Spec.RuntimeClassName = ptr.To("gvisor"); return p }()},
 		{"cluster trust bundle", kubeoceanv1alpha1.ReasonVolumeSourceNotSupported, `"bundle" projects a clusterTrustBundle`,
-			withProjection(boundPod(), corev1.VolumeProjection{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: ptr.To("physical-ca"), Path: "ca"}})},
+			withProjection(podtest.BoundPod(), corev1.VolumeProjection{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: ptr.To("physical-ca"), Path: "ca"}})},
 		{"pod certificate", kubeoceanv1alpha1.ReasonVolumeSourceNotSupported, `"bundle" projects a podCertificate`,
-			withProjection(boundPod(), corev1.VolumeProjection{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/signer", KeyType: "ED25519"}})},
+			withProjection(podtest.BoundPod(), corev1.VolumeProjection{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/signer", KeyType: "ED25519"}})},
 		{"a source this version does not know", kubeoceanv1alpha1.ReasonVolumeSourceNotSupported, `"bundle" projects a unknown`,
-			withProjection(boundPod(), corev1.VolumeProjection{})},
+			withProjection(podtest.BoundPod(), corev1.VolumeProjection{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(tc.pod, "")}})
+			f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(tc.pod, "")}})
 			f.mustReconcile()
 			if _, err := f.physicalPod(); err == nil {
 				t.Fatal("the physical pod was created")
@@ -90,9 +91,9 @@ func TestSpecNotAllowed(t *testing.T) {
 
 // With the runtime class allowed, the pod runs with it, after a wake-up.
 func TestRuntimeClassAllowed(t *testing.T) {
-	pod := boundPod()
+	pod := podtest.BoundPod()
 	pod.Spec.RuntimeClassName = ptr.To("gvisor")
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(pod, "")}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(pod, "")}})
 	allowFixture(t, f, &kubeoceanv1alpha1.WorkloadAllowances{RuntimeClassNames: []string{"kata"}})
 	f.mustReconcile()
 	if c := createdCondition(f.virtualPod()); c == nil || c.Reason != kubeoceanv1alpha1.ReasonRuntimeClassNotAllowed {
@@ -115,7 +116,7 @@ func TestRuntimeClassAllowed(t *testing.T) {
 // they are, besides their translated form, and the updates that follow
 // agree.
 func TestAllowedKeysReachThePhysicalPod(t *testing.T) {
-	pod := mapped(boundPod(), "")
+	pod := podtest.Mapped(podtest.BoundPod(), "")
 	pod.Annotations["team"] = "a"
 	pod.Annotations["k8s.v1.cni.cncf.io/networks"] = "macvlan"
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{pod}})

@@ -29,6 +29,7 @@ import (
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 const testBindingName = "worker-1"
@@ -39,7 +40,7 @@ const testBindingName = "worker-1"
 // created, the condition turns False. Each write happens once.
 func TestBindingConditionNamesBlockedPods(t *testing.T) {
 	bindings := kubeoceanfake.NewClientset(&kubeoceanv1alpha1.ClusterBinding{ObjectMeta: metav1.ObjectMeta{Name: testBindingName, UID: testBinding}})
-	virtual := mapped(boundPod(), "")
+	virtual := podtest.Mapped(podtest.BoundPod(), "")
 	blocker := physicalFor(virtual)
 	blocker.Labels = ownership.Owner{ClusterID: testClusterID, BindingUID: earlierBinding}.Stamp(nil)
 	blocker.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "earlier-virtual-pod"

@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -64,15 +65,15 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestEventKeys(t *testing.T) {
-	other := boundPod()
+	other := podtest.BoundPod()
 	other.Name, other.Spec.NodeName = "elsewhere", "other-node"
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod(), other}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.BoundPod(), other}})
 	c := f.controller
 
 	if keys := c.podsOnNode(ourNode()); !slices.Equal(keys, []cache.ObjectName{podKey}) {
 		t.Errorf("pods on node = %v, want %v", keys, podKey)
 	}
-	physical := physicalFor(boundPod())
+	physical := physicalFor(podtest.BoundPod())
 	if keys := virtualKeys(physical); !slices.Equal(keys, []cache.ObjectName{podKey}) {
 		t.Errorf("keys of physical pod = %v, want %v", keys, podKey)
 	}
@@ -90,13 +91,13 @@ func TestEventKeys(t *testing.T) {
 	if !c.identity.IsTokenSecret(tokenSecret(virtualUID, now)) || c.identity.IsTokenSecret(foreignSecret) {
 		t.Errorf("isTokenSecret wrong")
 	}
-	if !c.onOurNode(boundPod()) || c.onOurNode(other) {
+	if !c.onOurNode(podtest.BoundPod()) || c.onOurNode(other) {
 		t.Errorf("onOurNode wrong")
 	}
 }
 
 func TestVirtualPodChanged(t *testing.T) {
-	base := boundPod()
+	base := podtest.BoundPod()
 	tests := []struct {
 		name   string
 		change func(*corev1.Pod)
@@ -157,7 +158,7 @@ func TestRun(t *testing.T) {
 		physical.Shutdown()
 	}()
 
-	if _, err := virtualKube.CoreV1().Pods(virtualNS).Create(ctx, boundPod(), metav1.CreateOptions{}); err != nil {
+	if _, err := virtualKube.CoreV1().Pods(virtualNS).Create(ctx, podtest.BoundPod(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)

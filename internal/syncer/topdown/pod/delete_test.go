@@ -31,6 +31,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 func terminating(pod *corev1.Pod, grace int64) *corev1.Pod {
@@ -52,7 +53,7 @@ func assertDelete(t *testing.T, action clienttesting.Action, wantGrace int64, wa
 // where the name rule puts the physical pod finds none, and the virtual pod
 // is finished at once.
 func TestDeletionBeforeCreation(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{terminating(boundPod(), 30)}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{terminating(podtest.BoundPod(), 30)}})
 	f.mustReconcile()
 	assertWrites(t, f, "virtual delete pods")
 	assertDelete(t, actions(f.virtualKube, "delete", "pods")[0], 0, string(virtualUID))
@@ -63,8 +64,8 @@ func TestDeletionBeforeCreation(t *testing.T) {
 // physical pod, found by name and proven by the virtual UID it records, is
 // deleted first, not left behind.
 func TestDeletionBeforeTheMappingIsRecorded(t *testing.T) {
-	virtual := terminating(boundPod(), 30)
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(boundPod())}})
+	virtual := terminating(podtest.BoundPod(), 30)
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(podtest.BoundPod())}})
 	f.mustReconcile()
 	assertWrites(t, f, "physical delete pods")
 	assertDelete(t, actions(f.physicalKube, "delete", "pods")[0], 30, string(physicalUID))
@@ -75,7 +76,7 @@ func TestDeletionBeforeTheMappingIsRecorded(t *testing.T) {
 // events bring the pod back, so only the cache's word that it is gone
 // costs a live read.
 func TestDeletionWaitsForPhysicalPod(t *testing.T) {
-	virtual := withTokenVolume(terminating(mapped(boundPod(), physicalUID), 30))
+	virtual := withTokenVolume(terminating(podtest.Mapped(podtest.BoundPod(), physicalUID), 30))
 	physical := physicalFor(virtual)
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physical},
 		physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
@@ -114,7 +115,7 @@ func TestDeletionWaitsForPhysicalPod(t *testing.T) {
 // A physical pod that goes at once (it never ran) lets the virtual pod be
 // finished on its deletion event.
 func TestDeletionPhysicalGoneAtOnce(t *testing.T) {
-	virtual := terminating(mapped(boundPod(), physicalUID), 30)
+	virtual := terminating(podtest.Mapped(podtest.BoundPod(), physicalUID), 30)
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(virtual)}})
 	f.mustReconcile()
 	assertWrites(t, f, "physical delete pods")
@@ -138,7 +139,7 @@ func TestDeletionSeenByTheCacheNeedsNoLiveRead(t *testing.T) {
 		"deletion delivered a moment ago": {delivered: true, after: time.Second, wantReads: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
-			virtual := terminating(mapped(boundPod(), physicalUID), 30)
+			virtual := terminating(podtest.Mapped(podtest.BoundPod(), physicalUID), 30)
 			physical := physicalFor(virtual)
 			f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
 			if tc.delivered {
@@ -157,7 +158,7 @@ func TestDeletionSeenByTheCacheNeedsNoLiveRead(t *testing.T) {
 
 // The physical pod our cache has not seen yet is still found and deleted.
 func TestDeletionUncachedPhysicalPod(t *testing.T) {
-	virtual := terminating(mapped(boundPod(), ""), 10)
+	virtual := terminating(podtest.Mapped(podtest.BoundPod(), ""), 10)
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, livePhysical: []runtime.Object{physicalFor(virtual)}})
 	f.react(f.physicalKube, "delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, nil
@@ -167,7 +168,7 @@ func TestDeletionUncachedPhysicalPod(t *testing.T) {
 }
 
 func TestDeletionAlreadyFinishing(t *testing.T) {
-	virtual := terminating(boundPod(), 0)
+	virtual := terminating(podtest.BoundPod(), 0)
 	virtual.Finalizers = []string{"example.com/hold"}
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
 	f.mustReconcile()
@@ -177,7 +178,7 @@ func TestDeletionAlreadyFinishing(t *testing.T) {
 // A physical pod that vanished after it was seen fails the virtual pod,
 // with a reason saying so; reconciling again writes nothing.
 func TestLostPhysicalPodFailsVirtualPod(t *testing.T) {
-	virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+	virtual := withTokenVolume(podtest.Mapped(podtest.BoundPod(), physicalUID))
 	virtual.Status = corev1.PodStatus{
 		Phase:      corev1.PodRunning,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
@@ -211,7 +212,7 @@ func TestLostPhysicalPodFailsVirtualPod(t *testing.T) {
 // The bottom-up side saw the physical pod before our cache did: a live
 // read shows it is there, and nothing is failed.
 func TestLostCheckedLive(t *testing.T) {
-	virtual := mapped(boundPod(), physicalUID)
+	virtual := podtest.Mapped(podtest.BoundPod(), physicalUID)
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, livePhysical: []runtime.Object{physicalFor(virtual)}})
 	f.mustReconcile()
 	assertWrites(t, f)
@@ -227,7 +228,7 @@ func TestTokenSecretCleanedUpAfterVirtualPod(t *testing.T) {
 		assertDelete(t, actions(f.physicalKube, "delete", "secrets")[0], -1, "secret-uid")
 	})
 	t.Run("physical pod still there", func(t *testing.T) {
-		f := newFixture(t, seed{physicalPods: []*corev1.Pod{physicalFor(boundPod())}, physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
+		f := newFixture(t, seed{physicalPods: []*corev1.Pod{physicalFor(podtest.BoundPod())}, physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
 		f.mustReconcile()
 		assertWrites(t, f)
 	})
@@ -249,7 +250,7 @@ func TestDeletionOfPodMappedElsewhere(t *testing.T) {
 		"another binding's token": {secretOwner: ownership.Owner{ClusterID: testClusterID, BindingUID: "other"}, wantWrites: []string{"physical delete pods", "virtual delete pods"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			virtual := terminating(mapped(boundPod(), physicalUID), 30)
+			virtual := terminating(podtest.Mapped(podtest.BoundPod(), physicalUID), 30)
 			virtual.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = oldMount
 			physical := physicalFor(virtual)
 			physical.Namespace = oldMount
@@ -271,7 +272,7 @@ func TestDeletionOfPodMappedElsewhere(t *testing.T) {
 // the scoped cache) for this very virtual pod (its UID says so) is
 // adopted: the identity labels are patched on, nothing is failed.
 func TestLegacyPhysicalPodAdopted(t *testing.T) {
-	virtual := mapped(boundPod(), physicalUID)
+	virtual := podtest.Mapped(podtest.BoundPod(), physicalUID)
 	legacy := physicalFor(virtual)
 	legacy.Labels = map[string]string{"app": "web", kubeoceanv1alpha1.LabelManagedBy: kubeoceanv1alpha1.ManagedByKubeocean}
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, livePhysical: []runtime.Object{legacy}})
@@ -300,8 +301,8 @@ func TestLegacyPhysicalPodAdopted(t *testing.T) {
 // deleted: neither the physical pod nor its token Secret, which record the
 // virtual pod they were made for. It is finished all the same.
 func TestDeletionOfForgedMappingSparesTheVictim(t *testing.T) {
-	victim := withTokenVolume(mapped(boundPod(), physicalUID))
-	forger := terminating(mapped(boundPod(), physicalUID), 30)
+	victim := withTokenVolume(podtest.Mapped(podtest.BoundPod(), physicalUID))
+	forger := terminating(podtest.Mapped(podtest.BoundPod(), physicalUID), 30)
 	forger.Name, forger.UID = "probe", "forger-uid"
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{victim, forger}, physicalPods: []*corev1.Pod{physicalFor(victim)},
 		physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})

@@ -29,6 +29,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -40,7 +41,7 @@ func dependencyCondition(pod *corev1.Pod) *corev1.PodCondition {
 // why, once; no physical pod is made until the ConfigMap is there; the
 // condition turns True once the physical pod exists.
 func TestDependenciesNotReady(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.BoundPod()}})
 	f.dependents.errs["ConfigMap/config"] = &dependents.NotReadyError{Kind: dependents.KindConfigMap, Namespace: virtualNS, Name: "config", Reason: dependents.ReasonNotFound}
 
 	_, err := f.reconcile()
@@ -87,7 +88,7 @@ func TestDependenciesNotReady(t *testing.T) {
 
 // A missing object the pod refers to optionally does not hold it back.
 func TestOptionalMissingDependency(t *testing.T) {
-	virtual := boundPod()
+	virtual := podtest.BoundPod()
 	virtual.Spec.Containers[0].Env[0].ValueFrom.ConfigMapKeyRef.Optional = ptr.To(true)
 	virtual.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
@@ -104,7 +105,7 @@ func TestOptionalMissingDependency(t *testing.T) {
 // A required object that is being deleted holds the pod back, unlike a
 // missing optional one.
 func TestOptionalDependencyNotReadyForOtherReason(t *testing.T) {
-	virtual := boundPod()
+	virtual := podtest.BoundPod()
 	virtual.Spec.Containers[0].Env[0].ValueFrom.ConfigMapKeyRef.Optional = ptr.To(true)
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
 	f.dependents.errs["ConfigMap/config"] = &dependents.NotReadyError{Kind: dependents.KindConfigMap, Namespace: virtualNS, Name: "config", Reason: dependents.ReasonDeleting}
@@ -117,7 +118,7 @@ func TestOptionalDependencyNotReadyForOtherReason(t *testing.T) {
 // A name conflict is shown as a Warning and rechecked slowly: only someone
 // removing the foreign object can resolve it.
 func TestDependencyConflict(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(podtest.BoundPod(), "")}})
 	f.dependents.errs["Secret/creds"] = &dependents.ConflictError{Kind: dependents.KindSecret, Namespace: virtualNS, Name: "creds", PhysicalName: pn("creds")}
 	result, err := f.reconcile()
 	if err != nil || result.RequeueAfter != conflictRecheck {
@@ -134,7 +135,7 @@ func TestDependencyConflict(t *testing.T) {
 
 // Failing to reach a cluster is retried without bothering the user.
 func TestDependencyTransientError(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(podtest.BoundPod(), "")}})
 	f.dependents.errs["Secret/creds"] = errors.New("connection refused")
 	if _, err := f.reconcile(); err == nil || controller.IsTerminal(err) {
 		t.Fatalf("error = %v, want one that is retried", err)
@@ -146,7 +147,7 @@ func TestDependencyTransientError(t *testing.T) {
 }
 
 func TestRequiredReferences(t *testing.T) {
-	pod := boundPod()
+	pod := podtest.BoundPod()
 	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env,
 		corev1.EnvVar{Name: "OPT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "optional-config"}, Key: "k", Optional: ptr.To(true)}}},

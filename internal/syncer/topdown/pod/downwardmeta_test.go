@@ -27,12 +27,13 @@ import (
 
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 // podReadingItsMetadata reads its labels and annotations through a
 // downward-API volume and its annotation "team" and label "app" in env.
 func podReadingItsMetadata() *corev1.Pod {
-	pod := boundPod()
+	pod := podtest.BoundPod()
 	pod.Annotations = map[string]string{"team": "a", "k8s.v1.cni.cncf.io/networks": "macvlan"}
 	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env,
 		fieldEnv("TEAM", "metadata.annotations['team']"), fieldEnv("APP", "metadata.labels['app']"))
@@ -130,7 +131,7 @@ func TestDownwardAPIServesTheVirtualMetadata(t *testing.T) {
 // A pod that reads no labels or annotations gets no Secret for them, and
 // a label change of a pod with a token Secret costs that Secret nothing.
 func TestMetadataChangeWithoutDownwardAPIWritesNoSecret(t *testing.T) {
-	virtual := withTokenVolume(boundPod())
+	virtual := withTokenVolume(podtest.BoundPod())
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
 	f.mustReconcile()
 	if _, ok := f.tokenSecretData()["metadata.labels"]; ok {

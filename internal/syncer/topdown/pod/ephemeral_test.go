@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 func withDebugContainer(pod *corev1.Pod, name string) *corev1.Pod {
@@ -46,7 +47,7 @@ func withDebugContainer(pod *corev1.Pod, name string) *corev1.Pod {
 // after the objects it refers to are copied, with its references renamed
 // like any container's; once there it is not added again.
 func TestEphemeralContainersAddedToPhysicalPod(t *testing.T) {
-	running := mapped(boundPod(), physicalUID)
+	running := podtest.Mapped(podtest.BoundPod(), physicalUID)
 	physical := physicalFor(running)
 	physical.Status.Phase = corev1.PodRunning
 	virtual := withDebugContainer(running.DeepCopy(), "debugger-1")
@@ -113,7 +114,7 @@ func TestEphemeralContainersAddedToPhysicalPod(t *testing.T) {
 // A pod that does not run yet takes no ephemeral containers; they are
 // added once it runs.
 func TestEphemeralContainersWaitForRunningPod(t *testing.T) {
-	virtual := withDebugContainer(mapped(boundPod(), physicalUID), "debugger")
+	virtual := withDebugContainer(podtest.Mapped(podtest.BoundPod(), physicalUID), "debugger")
 	physical := physicalFor(virtual)
 	physical.Status.Phase = corev1.PodPending
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physical}})
@@ -122,7 +123,7 @@ func TestEphemeralContainersWaitForRunningPod(t *testing.T) {
 }
 
 func TestVirtualPodChangedByEphemeralContainers(t *testing.T) {
-	old := boundPod()
+	old := podtest.BoundPod()
 	if !virtualPodChanged(old, withDebugContainer(old.DeepCopy(), "debugger")) {
 		t.Error("adding an ephemeral container is dropped as no change")
 	}
@@ -167,7 +168,7 @@ func sentEphemeralContainers(t *testing.T, f *fixture) []string {
 // why, once (event and condition); a debug container within the level
 // added beside it goes through. Once the level allows it, it is added.
 func TestEphemeralContainerRefusedByPodSecurity(t *testing.T) {
-	running := mapped(boundPod(), physicalUID)
+	running := podtest.Mapped(podtest.BoundPod(), physicalUID)
 	physical := physicalFor(running)
 	physical.Status.Phase = corev1.PodRunning
 	virtual := withDebugContainer(withSysadminDebugContainer(running.DeepCopy(), "sysadmin"), "plain")

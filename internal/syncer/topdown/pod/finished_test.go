@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 func succeeded(pod *corev1.Pod, exitCode int32) *corev1.Pod {
@@ -39,7 +40,7 @@ func succeeded(pod *corev1.Pod, exitCode int32) *corev1.Pod {
 func TestFinishedPhysicalPodDeletedOnceStatusCopied(t *testing.T) {
 	for name, exitCode := range map[string]int32{"succeeded": 0, "failed": 3} {
 		t.Run(name, func(t *testing.T) {
-			virtual := mapped(boundPod(), physicalUID)
+			virtual := podtest.Mapped(podtest.BoundPod(), physicalUID)
 			physical := succeeded(physicalFor(virtual), exitCode)
 			// The phase is copied, the container states not yet.
 			virtual.Status.Phase = physical.Status.Phase
@@ -60,7 +61,7 @@ func TestFinishedPhysicalPodDeletedOnceStatusCopied(t *testing.T) {
 // Once the physical pod is gone its token Secret goes; nothing is
 // created again, and the virtual pod is not written.
 func TestFinishedPodLeavesNothing(t *testing.T) {
-	virtual := succeeded(mapped(boundPod(), physicalUID), 0)
+	virtual := succeeded(podtest.Mapped(podtest.BoundPod(), physicalUID), 0)
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
 	f.mustReconcile()
 	assertWrites(t, f, "physical delete secrets")
@@ -72,7 +73,7 @@ func TestFinishedPodLeavesNothing(t *testing.T) {
 // A physical pod still running under a finished virtual pod is deleted:
 // the virtual pod can never run again.
 func TestRunningPhysicalPodOfFinishedVirtualPodDeleted(t *testing.T) {
-	virtual := mapped(boundPod(), physicalUID)
+	virtual := podtest.Mapped(podtest.BoundPod(), physicalUID)
 	virtual.Status.Phase = corev1.PodFailed
 	physical := physicalFor(virtual)
 	physical.Status.Phase = corev1.PodRunning
@@ -84,7 +85,7 @@ func TestRunningPhysicalPodOfFinishedVirtualPodDeleted(t *testing.T) {
 // The physical pod of an earlier virtual pod of the same name is not this
 // one's to delete.
 func TestFinishedPodSparesAnotherPodsTwin(t *testing.T) {
-	virtual := succeeded(mapped(boundPod(), physicalUID), 0)
+	virtual := succeeded(podtest.Mapped(podtest.BoundPod(), physicalUID), 0)
 	physical := succeeded(physicalFor(virtual), 0)
 	physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "earlier-uid"
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physical}})

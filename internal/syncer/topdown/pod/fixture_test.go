@@ -31,7 +31,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -46,28 +45,30 @@ import (
 	"github.com/kubeocean/kubeocean/internal/ownership"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/nametaken"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
+// The test binding, pod and nodes (podtest's).
 const (
-	testClusterID = "c1"
-	testBinding   = types.UID("binding-uid")
-	mountNS       = "mount"
-	virtualNS     = "team-a"
-	virtualName   = "web"
-	virtualNode   = "vnode-c1-node-1"
-	physicalNode  = "node-1"
-	virtualUID    = types.UID("virtual-uid")
-	physicalUID   = types.UID("physical-uid")
+	testClusterID = podtest.ClusterID
+	testBinding   = podtest.BindingUID
+	mountNS       = podtest.MountNamespace
+	virtualNS     = podtest.VirtualNamespace
+	virtualName   = podtest.VirtualName
+	virtualNode   = podtest.VirtualNode
+	physicalNode  = podtest.PhysicalNode
+	virtualUID    = podtest.VirtualUID
+	physicalUID   = podtest.PhysicalUID
 )
 
 var (
 	now          = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	physicalName = kubeoceanv1alpha1.PhysicalName(virtualNS, virtualName)
+	physicalName = podtest.PhysicalName
 	podKey       = cache.ObjectName{Namespace: virtualNS, Name: virtualName}
-	testOwner    = ownership.Owner{ClusterID: testClusterID, BindingUID: testBinding}
+	testOwner    = podtest.Owner
 )
 
 // ourNode is a virtual node of the test binding.
@@ -77,44 +78,6 @@ func ourNode() *corev1.Node {
 		kubeoceanv1alpha1.LabelClusterID:        testClusterID,
 		kubeoceanv1alpha1.LabelPhysicalNodeName: physicalNode,
 	}}}
-}
-
-// boundPod is a virtual pod the scheduler bound to ourNode, with a
-// ConfigMap and a Secret env and no token volume.
-func boundPod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: virtualNS, Name: virtualName, UID: virtualUID, ResourceVersion: "10",
-			Labels: map[string]string{"app": "web"},
-		},
-		Spec: corev1.PodSpec{
-			NodeName: virtualNode,
-			Containers: []corev1.Container{{
-				Name: "app", Image: "nginx:1",
-				Env: []corev1.EnvVar{
-					{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-						LocalObjectReference: corev1.LocalObjectReference{Name: "config"}, Key: "a"}}},
-					{Name: "B", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-						LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "b"}}},
-				},
-			}},
-		},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
-}
-
-// mapped adds the mapping annotations; with uid also the physical UID the
-// bottom-up side records.
-func mapped(pod *corev1.Pod, uid types.UID) *corev1.Pod {
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodNamespace] = mountNS
-	pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodName] = physicalName
-	if uid != "" {
-		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] = string(uid)
-	}
-	return pod
 }
 
 // fakeDependents copies nothing; errs fails the kind/name given.

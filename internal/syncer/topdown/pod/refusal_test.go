@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
 
@@ -61,7 +62,7 @@ func (e errorString) Error() string { return string(e) }
 func TestPhysicalPodRefused(t *testing.T) {
 	for name, refusal := range map[string]error{"quota": quotaRefusal(), "validation": invalidPod()} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
+			f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(podtest.BoundPod(), "")}})
 			creates := 0
 			f.react(f.physicalKube, "create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 				creates++
@@ -118,7 +119,7 @@ func TestPhysicalPodRefused(t *testing.T) {
 // Once the physical pod is created after a refusal, the condition turns
 // True.
 func TestRefusedThenCreated(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(podtest.BoundPod(), "")}})
 	refuse := true
 	f.react(f.physicalKube, "create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		if refuse {
@@ -144,7 +145,7 @@ func TestRefusedThenCreated(t *testing.T) {
 // The syncer's own lack of permission is not the pod's fault: retried with
 // backoff, nothing on the pod.
 func TestCreateForbiddenByRBACIsRetried(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(podtest.BoundPod(), "")}})
 	f.react(f.physicalKube, "create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "",
 			errorString(`User "system:serviceaccount:kubeocean-system:kubeocean-syncer" cannot create resource "pods" in API group "" in the namespace "mount"`))
@@ -193,7 +194,7 @@ func TestPodSecurity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := boundPod()
+			pod := podtest.BoundPod()
 			if tt.mutate != nil {
 				tt.mutate(pod)
 			}
@@ -239,7 +240,7 @@ func TestPodSecurity(t *testing.T) {
 }
 
 func daemonSetPod() *corev1.Pod {
-	pod := boundPod()
+	pod := podtest.BoundPod()
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptr.To(true)}}
 	return pod
 }
@@ -337,7 +338,7 @@ func TestCreateFailedByWebhookBacksOff(t *testing.T) {
 		{"apiserver's own 500", apierrors.NewInternalError(errorString("etcdserver: request timed out")), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
+			f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(podtest.BoundPod(), "")}})
 			f.react(f.physicalKube, "create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tc.err
 			})

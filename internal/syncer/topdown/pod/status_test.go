@@ -28,6 +28,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 // After the virtual apiserver comes back the cache is often behind other
@@ -35,7 +36,7 @@ import (
 // reconcile: the conflict is retried at once from a live read, not left
 // to a requeue that no event of a status-only change would bring.
 func TestLostPhysicalPodFailedDespiteStaleCache(t *testing.T) {
-	virtual := mapped(boundPod(), physicalUID)
+	virtual := podtest.Mapped(podtest.BoundPod(), physicalUID)
 	virtual.Status = corev1.PodStatus{Phase: corev1.PodRunning}
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
 	conflicts := 0
@@ -55,7 +56,7 @@ func TestLostPhysicalPodFailedDespiteStaleCache(t *testing.T) {
 
 // A pod that finished meanwhile (the live read shows it) is left as it is.
 func TestLostPhysicalPodFinishedMeanwhile(t *testing.T) {
-	virtual := mapped(boundPod(), physicalUID)
+	virtual := podtest.Mapped(podtest.BoundPod(), physicalUID)
 	virtual.Status = corev1.PodStatus{Phase: corev1.PodRunning}
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}})
 	succeeded := virtual.DeepCopy()

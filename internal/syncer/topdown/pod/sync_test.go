@@ -38,6 +38,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 	"github.com/kubeocean/kubeocean/pkg/controller"
 )
@@ -57,7 +58,7 @@ func withTokenVolume(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
-// tokenSecret is the token Secret of withTokenVolume(boundPod()) issued for
+// tokenSecret is the token Secret of withTokenVolume(podtest.BoundPod()) issued for
 // uid, due at refreshAt.
 func tokenSecret(uid types.UID, refreshAt time.Time) *corev1.Secret {
 	return &corev1.Secret{
@@ -101,7 +102,7 @@ func assertCreatedWithToken(t *testing.T, f *fixture) {
 // reconciling again — also once the bottom-up side recorded the mapping
 // and the physical UID — writes nothing.
 func TestCreate(t *testing.T) {
-	virtual := withTokenVolume(boundPod())
+	virtual := withTokenVolume(podtest.BoundPod())
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, apiServer: "10.0.0.1:6443"})
 	result := f.mustReconcile()
 	assertCreatedWithToken(t, f)
@@ -169,16 +170,16 @@ func TestIgnoresPodsNotOnOurNodes(t *testing.T) {
 	otherCluster.Labels[kubeoceanv1alpha1.LabelClusterID] = "c2"
 	noPhysical := ourNode()
 	delete(noPhysical.Labels, kubeoceanv1alpha1.LabelPhysicalNodeName)
-	unscheduled := boundPod()
+	unscheduled := podtest.BoundPod()
 	unscheduled.Spec.NodeName = ""
 	tests := []struct {
 		name  string
 		pod   *corev1.Pod
 		nodes []*corev1.Node
 	}{
-		{name: "node of another binding", pod: boundPod(), nodes: []*corev1.Node{otherCluster}},
-		{name: "node without physical node label", pod: boundPod(), nodes: []*corev1.Node{noPhysical}},
-		{name: "node not cached", pod: boundPod(), nodes: []*corev1.Node{}},
+		{name: "node of another binding", pod: podtest.BoundPod(), nodes: []*corev1.Node{otherCluster}},
+		{name: "node without physical node label", pod: podtest.BoundPod(), nodes: []*corev1.Node{noPhysical}},
+		{name: "node not cached", pod: podtest.BoundPod(), nodes: []*corev1.Node{}},
 		{name: "not scheduled", pod: unscheduled},
 	}
 	for _, tt := range tests {
@@ -194,7 +195,7 @@ func TestIgnoresPodsNotOnOurNodes(t *testing.T) {
 }
 
 func TestUpdateCarriesVirtualChanges(t *testing.T) {
-	virtual := mapped(boundPod(), physicalUID)
+	virtual := podtest.Mapped(podtest.BoundPod(), physicalUID)
 	physical := physicalFor(virtual)
 	physical.Labels["added-by-webhook"] = "yes"
 	virtual.Labels["tier"] = "frontend"
@@ -221,9 +222,9 @@ func TestUpdateCarriesVirtualChanges(t *testing.T) {
 // the bottom-up side, which deletes it: it records another virtual UID.
 // Nothing is written meanwhile.
 func TestWaitsForStalePhysicalTwin(t *testing.T) {
-	stale := physicalFor(boundPod())
+	stale := physicalFor(podtest.BoundPod())
 	stale.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "earlier-uid"
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}, physicalPods: []*corev1.Pod{stale}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.BoundPod()}, physicalPods: []*corev1.Pod{stale}})
 	f.mustReconcile()
 	assertWrites(t, f)
 	if len(f.dependents.calls) != 0 {
@@ -238,7 +239,7 @@ func TestWaitsForStalePhysicalTwin(t *testing.T) {
 // nothing failed. A virtual pod whose mapping and physical UID are recorded
 // and whose physical pod is gone is lost, as before.
 func TestTwinFoundBeforeItsMappingIsRecorded(t *testing.T) {
-	virtual := boundPod()
+	virtual := podtest.BoundPod()
 	twin := physicalFor(virtual)
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{twin}})
 	f.mustReconcile()
@@ -248,7 +249,7 @@ func TestTwinFoundBeforeItsMappingIsRecorded(t *testing.T) {
 	}
 
 	// Unmapped and without a physical pod: created, not lost.
-	f = newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
+	f = newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.BoundPod()}})
 	f.mustReconcile()
 	assertWrites(t, f, "physical create pods")
 	if phase := f.virtualPod().Status.Phase; phase == corev1.PodFailed {
@@ -257,7 +258,7 @@ func TestTwinFoundBeforeItsMappingIsRecorded(t *testing.T) {
 }
 
 func TestTerminalVirtualPodIsNotCreated(t *testing.T) {
-	virtual := mapped(boundPod(), physicalUID)
+	virtual := podtest.Mapped(podtest.BoundPod(), physicalUID)
 	virtual.Status.Phase = corev1.PodSucceeded
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalSecrets: []*corev1.Secret{tokenSecret(virtualUID, now)}})
 	f.mustReconcile()
@@ -269,7 +270,7 @@ func TestTerminalVirtualPodIsNotCreated(t *testing.T) {
 }
 
 func TestMappingMismatchIsTerminal(t *testing.T) {
-	virtual := boundPod()
+	virtual := podtest.BoundPod()
 	virtual.Annotations = map[string]string{
 		kubeoceanv1alpha1.AnnotationPhysicalPodNamespace: "elsewhere",
 		kubeoceanv1alpha1.AnnotationPhysicalPodName:      physicalName,
@@ -287,7 +288,7 @@ func TestMappingMismatchIsTerminal(t *testing.T) {
 
 func TestNameTakenByForeignPod(t *testing.T) {
 	foreign := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: mountNS, Name: physicalName, UID: "foreign"}}
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}, livePhysical: []runtime.Object{foreign}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(podtest.BoundPod(), "")}, livePhysical: []runtime.Object{foreign}})
 	result := f.mustReconcile()
 	if result.RequeueAfter != conflictRecheck {
 		t.Errorf("RequeueAfter = %v, want %v", result.RequeueAfter, conflictRecheck)
@@ -300,7 +301,7 @@ func TestNameTakenByForeignPod(t *testing.T) {
 // A change of the virtual pod brings it back before the physical pod's
 // event: the pass waits for that event instead of creating again.
 func TestCreatedPodAwaitedInCache(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{boundPod()}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.BoundPod()}})
 	f.mustReconcile()
 	assertWrites(t, f, "physical create pods")
 	f.cache("virtualPods", f.virtualPod())

@@ -27,12 +27,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 // A token not yet due is left alone until it is; then it is renewed with
 // one token request and one Secret update.
 func TestTokenRefresh(t *testing.T) {
-	virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+	virtual := withTokenVolume(podtest.Mapped(podtest.BoundPod(), physicalUID))
 	// Someone else's finalizer, which the renewal, a write of the whole
 	// Secret, keeps.
 	secret := tokenSecret(virtualUID, now.Add(10*time.Minute))
@@ -74,7 +75,7 @@ func TestTokenSecretReissued(t *testing.T) {
 		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+			virtual := withTokenVolume(podtest.Mapped(podtest.BoundPod(), physicalUID))
 			f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(virtual)},
 				physicalSecrets: []*corev1.Secret{secret}})
 			f.mustReconcile()
@@ -85,7 +86,7 @@ func TestTokenSecretReissued(t *testing.T) {
 
 // A physical pod that finished needs no fresh token.
 func TestNoTokenRefreshForFinishedPod(t *testing.T) {
-	virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+	virtual := withTokenVolume(podtest.Mapped(podtest.BoundPod(), physicalUID))
 	physical := physicalFor(virtual)
 	physical.Status.Phase = corev1.PodSucceeded
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physical},
@@ -98,7 +99,7 @@ func TestNoTokenRefreshForFinishedPod(t *testing.T) {
 
 // A deleted token Secret of a running pod is made again.
 func TestTokenSecretRecreated(t *testing.T) {
-	virtual := withTokenVolume(mapped(boundPod(), physicalUID))
+	virtual := withTokenVolume(podtest.Mapped(podtest.BoundPod(), physicalUID))
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{virtual}, physicalPods: []*corev1.Pod{physicalFor(virtual)}})
 	f.mustReconcile()
 	assertWrites(t, f, "virtual create serviceaccounts/token", "physical create secrets")
@@ -109,7 +110,7 @@ func TestTokenSecretRecreated(t *testing.T) {
 // live.
 func TestTokenCAFromCache(t *testing.T) {
 	for _, cached := range []bool{true, false} {
-		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}, rootCANotCached: !cached})
+		f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(podtest.BoundPod())}, rootCANotCached: !cached})
 		f.mustReconcile()
 		assertCreatedWithToken(t, f)
 		secret, err := f.physicalKube.CoreV1().Secrets(mountNS).Get(context.Background(), podidentity.SecretName(physicalName), metav1.GetOptions{})
@@ -130,7 +131,7 @@ func TestTokenCAFromCache(t *testing.T) {
 // Secret made for it.
 func createdWithTokenSecretUncached(t *testing.T) *fixture {
 	t.Helper()
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(podtest.BoundPod())}})
 	f.mustReconcile()
 	assertCreatedWithToken(t, f)
 	pod, err := f.physicalPod()
@@ -169,7 +170,7 @@ func TestCreatedTokenSecretAwaitedInCache(t *testing.T) {
 // its events come: from then on the cache, not the memory of the create,
 // speaks for it.
 func TestCreatedTokenSecretDeletedBeforeCached(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(podtest.BoundPod())}})
 	f.mustReconcile()
 	assertCreatedWithToken(t, f)
 	secrets := f.physicalKube.CoreV1().Secrets(mountNS)
@@ -193,7 +194,7 @@ func TestCreatedTokenSecretDeletedBeforeCached(t *testing.T) {
 // A failed TokenRequest makes no physical pod and writes nothing to the
 // virtual pod; the retry issues the token and creates the pod.
 func TestTokenFailureMakesNoPhysicalPod(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(boundPod())}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{withTokenVolume(podtest.BoundPod())}})
 	f.react(f.virtualKube, "create", "serviceaccounts", failOnce(apierrors.NewServiceUnavailable("token issuer down")))
 	if _, err := f.reconcile(); err == nil {
 		t.Fatal("reconcile succeeded while the TokenRequest failed")

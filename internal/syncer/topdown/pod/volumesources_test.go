@@ -35,6 +35,7 @@ import (
 	kubeoceanfake "github.com/kubeocean/kubeocean/generated/clientset/versioned/fake"
 	kubeoceaninformers "github.com/kubeocean/kubeocean/generated/informers/externalversions"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/preflight"
 )
 
@@ -82,7 +83,7 @@ func withClaim(pod *corev1.Pod, claim string) *corev1.Pod {
 // source, one event says so, and the pod is not judged again until
 // something changes; once the policies allow the source it is created.
 func TestPodWithRefusedVolumeSource(t *testing.T) {
-	pod := withClaim(withTokenVolume(boundPod()), "data")
+	pod := withClaim(withTokenVolume(podtest.BoundPod()), "data")
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{pod}})
 	refusal := &dependents.VolumeSourceError{Volume: "pv-root", Namespace: virtualNS, Claim: "data", Source: "hostPath"}
 	f.judging(map[string]*corev1.PersistentVolume{"data": hostPathVolume("pv-root")}, map[string]error{"data": refusal})
@@ -147,7 +148,7 @@ func TestPodSecurityJudgesClaimedVolumes(t *testing.T) {
 		"hostPath at privileged":  {level: "privileged", volume: hostPathVolume("pv-root")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, seed{virtualPods: []*corev1.Pod{withClaim(boundPod(), "data")}, mountNamespace: namespaceAt(tc.level)})
+			f := newFixture(t, seed{virtualPods: []*corev1.Pod{withClaim(podtest.BoundPod(), "data")}, mountNamespace: namespaceAt(tc.level)})
 			f.judging(map[string]*corev1.PersistentVolume{"data": tc.volume}, nil)
 			f.mustReconcile()
 			creates := len(actions(f.physicalKube, "create", "pods"))
@@ -227,7 +228,7 @@ func TestPolicyChangeWakesRefusedPods(t *testing.T) {
 	if !cache.WaitForCacheSync(ctx.Done(), policies.Informer().HasSynced) {
 		t.Fatal("policies not synced")
 	}
-	c.preflight.Memory.Remember(podKey, boundPod())
+	c.preflight.Memory.Remember(podKey, podtest.BoundPod())
 	if _, err := oceanKube.KubeoceanV1alpha1().ResourceLeasingPolicies().Create(ctx, &kubeoceanv1alpha1.ResourceLeasingPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "lend"},
 		Spec: kubeoceanv1alpha1.ResourceLeasingPolicySpec{Cluster: "b",
@@ -236,7 +237,7 @@ func TestPolicyChangeWakesRefusedPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return c.Len() == 1 && !c.preflight.Memory.Holds(podKey, boundPod()), nil
+		return c.Len() == 1 && !c.preflight.Memory.Holds(podKey, podtest.BoundPod()), nil
 	}); err != nil {
 		t.Fatalf("refused pod not woken by the new policy: queue %d", c.Len())
 	}

@@ -25,13 +25,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/dependents"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 // A pod waiting for a missing ConfigMap is woken by the ConfigMap's
 // arrival, not by its retry backoff; once it waits no more, the ConfigMap's
 // changes no longer concern it.
 func TestMissingDependencyWakesThePod(t *testing.T) {
-	f := newFixture(t, seed{virtualPods: []*corev1.Pod{mapped(boundPod(), "")}})
+	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(podtest.BoundPod(), "")}})
 	f.dependents.errs["ConfigMap/config"] = &dependents.NotReadyError{Kind: dependents.KindConfigMap, Namespace: virtualNS, Name: "config", Reason: dependents.ReasonNotFound}
 	if _, err := f.reconcile(); err == nil {
 		t.Fatal("reconcile of a pod whose ConfigMap is missing succeeded")
@@ -46,7 +47,7 @@ func TestMissingDependencyWakesThePod(t *testing.T) {
 	}
 	config := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: virtualNS, Name: "config", ResourceVersion: "1"}}
 	handler.OnAdd(config, false)
-	want := cache.MetaObjectToName(boundPod())
+	want := cache.MetaObjectToName(podtest.BoundPod())
 	if !slices.Equal(woken, []cache.ObjectName{want}) {
 		t.Fatalf("the ConfigMap's arrival woke %v, want %v", woken, want)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/allowances"
 	"github.com/kubeocean/kubeocean/internal/syncer/tenantmeta"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 )
 
 func TestMergeKeys(t *testing.T) {
@@ -203,7 +204,7 @@ func TestUpdatePatch(t *testing.T) {
 		}
 	})
 	t.Run("removed managed-by label is put back", func(t *testing.T) {
-		virtual := boundPod()
+		virtual := podtest.BoundPod()
 		physical := physicalFor(virtual)
 		delete(physical.Labels, kubeoceanv1alpha1.LabelManagedBy)
 		patch := decodePatch(t, UpdatePatch(physical, DesiredState(virtual, testOwner, allowances.Set{})))
@@ -213,7 +214,7 @@ func TestUpdatePatch(t *testing.T) {
 		}
 	})
 	t.Run("edited virtual-pod annotation is put back", func(t *testing.T) {
-		virtual := boundPod()
+		virtual := podtest.BoundPod()
 		physical := physicalFor(virtual)
 		physical.Annotations[kubeoceanv1alpha1.AnnotationVirtualPodUID] = "someone-else"
 		patch := decodePatch(t, UpdatePatch(physical, DesiredState(virtual, testOwner, allowances.Set{})))
@@ -242,7 +243,7 @@ func TestUpdatePatch(t *testing.T) {
 		}
 	})
 	t.Run("broken last-applied is rewritten", func(t *testing.T) {
-		virtual := boundPod()
+		virtual := podtest.BoundPod()
 		physical := physicalFor(virtual)
 		physical.Annotations[AnnotationLastApplied] = "{"
 		desired := DesiredState(virtual, testOwner, allowances.Set{})

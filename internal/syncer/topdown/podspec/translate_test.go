@@ -30,6 +30,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
@@ -306,7 +307,7 @@ func TestPhysicalPod(t *testing.T) {
 }
 
 func TestPhysicalPodHostnameNotALabel(t *testing.T) {
-	virtual := boundPod()
+	virtual := podtest.BoundPod()
 	virtual.Name = "web.v1"
 	got := PhysicalPod(virtual, Translation{MountNamespace: mountNS, PhysicalName: "x", PhysicalNode: physicalNode})
 	if got.Spec.Hostname != "" {
