@@ -46,7 +46,7 @@ func allowFixture(t *testing.T, f *fixture, a *kubeoceanv1alpha1.WorkloadAllowan
 }
 
 func withProjection(pod *corev1.Pod, source corev1.VolumeProjection) *corev1.Pod {
-	pod.Spec.Volumes = append(pod.Spec.Volumes, projectedVolume("bundle", nil, source))
+	pod.Spec.Volumes = append(pod.Spec.Volumes, podtest.ProjectedVolume("bundle", nil, source))
 	return pod
 }
 

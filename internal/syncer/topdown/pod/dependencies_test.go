@@ -97,8 +97,8 @@ func TestOptionalMissingDependency(t *testing.T) {
 	f.mustReconcile()
 	assertWrites(t, f, "physical create pods")
 	created := actions(f.physicalKube, "create", "pods")[0].(clienttesting.CreateAction).GetObject().(*corev1.Pod)
-	if name := created.Spec.Containers[0].Env[0].ValueFrom.ConfigMapKeyRef.Name; name != pn("config") {
-		t.Errorf("optional ConfigMap reference = %q, want %q", name, pn("config"))
+	if name := created.Spec.Containers[0].Env[0].ValueFrom.ConfigMapKeyRef.Name; name != podtest.PhysicalNameOf("config") {
+		t.Errorf("optional ConfigMap reference = %q, want %q", name, podtest.PhysicalNameOf("config"))
 	}
 }
 
@@ -119,7 +119,7 @@ func TestOptionalDependencyNotReadyForOtherReason(t *testing.T) {
 // removing the foreign object can resolve it.
 func TestDependencyConflict(t *testing.T) {
 	f := newFixture(t, seed{virtualPods: []*corev1.Pod{podtest.Mapped(podtest.BoundPod(), "")}})
-	f.dependents.errs["Secret/creds"] = &dependents.ConflictError{Kind: dependents.KindSecret, Namespace: virtualNS, Name: "creds", PhysicalName: pn("creds")}
+	f.dependents.errs["Secret/creds"] = &dependents.ConflictError{Kind: dependents.KindSecret, Namespace: virtualNS, Name: "creds", PhysicalName: podtest.PhysicalNameOf("creds")}
 	result, err := f.reconcile()
 	if err != nil || result.RequeueAfter != conflictRecheck {
 		t.Fatalf("reconcile = %+v, %v; want a recheck after %v", result, err, conflictRecheck)

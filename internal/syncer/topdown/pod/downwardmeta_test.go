@@ -36,7 +36,7 @@ func podReadingItsMetadata() *corev1.Pod {
 	pod := podtest.BoundPod()
 	pod.Annotations = map[string]string{"team": "a", "k8s.v1.cni.cncf.io/networks": "macvlan"}
 	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env,
-		fieldEnv("TEAM", "metadata.annotations['team']"), fieldEnv("APP", "metadata.labels['app']"))
+		podtest.FieldEnv("TEAM", "metadata.annotations['team']"), podtest.FieldEnv("APP", "metadata.labels['app']"))
 	pod.Spec.Volumes = []corev1.Volume{{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 		Items: []corev1.DownwardAPIVolumeFile{
 			{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},

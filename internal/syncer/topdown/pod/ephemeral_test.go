@@ -35,7 +35,7 @@ func withDebugContainer(pod *corev1.Pod, name string) *corev1.Pod {
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
 		TargetContainerName: "app",
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "busybox:1",
-			Env: []corev1.EnvVar{configMapEnv("LEVEL", "debug-config"), fieldEnv("SA", "spec.serviceAccountName")},
+			Env: []corev1.EnvVar{podtest.ConfigMapEnv("LEVEL", "debug-config"), podtest.FieldEnv("SA", "spec.serviceAccountName")},
 			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "debug-creds"}}}}},
 	})
@@ -79,14 +79,14 @@ func TestEphemeralContainersAddedToPhysicalPod(t *testing.T) {
 	if c.Name != "debugger-1" || c.TargetContainerName != "app" {
 		t.Errorf("sent %s targeting %q", c.Name, c.TargetContainerName)
 	}
-	if got := c.Env[0].ValueFrom.ConfigMapKeyRef.Name; got != pn("debug-config") {
-		t.Errorf("env names ConfigMap %q, want its copy %q", got, pn("debug-config"))
+	if got := c.Env[0].ValueFrom.ConfigMapKeyRef.Name; got != podtest.PhysicalNameOf("debug-config") {
+		t.Errorf("env names ConfigMap %q, want its copy %q", got, podtest.PhysicalNameOf("debug-config"))
 	}
 	if got := c.Env[1]; got.ValueFrom != nil || got.Value != "builder" {
 		t.Errorf("service account env %+v, want the virtual value builder", got)
 	}
-	if got := c.EnvFrom[0].SecretRef.Name; got != pn("debug-creds") {
-		t.Errorf("envFrom names Secret %q, want its copy %q", got, pn("debug-creds"))
+	if got := c.EnvFrom[0].SecretRef.Name; got != podtest.PhysicalNameOf("debug-creds") {
+		t.Errorf("envFrom names Secret %q, want its copy %q", got, podtest.PhysicalNameOf("debug-creds"))
 	}
 
 	// The physical pod has it now: nothing more to add. A second one
@@ -135,7 +135,7 @@ func withSysadminDebugContainer(pod *corev1.Pod, name string) *corev1.Pod {
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
 		TargetContainerName: "app",
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "busybox:1",
-			Env:             []corev1.EnvVar{configMapEnv("LEVEL", "sysadmin-config")},
+			Env:             []corev1.EnvVar{podtest.ConfigMapEnv("LEVEL", "sysadmin-config")},
 			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}},
 	})
 	return pod

@@ -47,7 +47,7 @@ import (
 // injects.
 func withTokenVolume(pod *corev1.Pod) *corev1.Pod {
 	pod.Spec.ServiceAccountName = "default"
-	pod.Spec.Volumes = append(pod.Spec.Volumes, projectedVolume("kube-api-access-x1y2z", ptr.To[int32](0o644),
+	pod.Spec.Volumes = append(pod.Spec.Volumes, podtest.ProjectedVolume("kube-api-access-x1y2z", ptr.To[int32](0o644),
 		corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
 		corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: references.RootCAConfigMap},
 			Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},

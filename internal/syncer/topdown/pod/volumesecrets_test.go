@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podidentity"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podspec"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/podtest"
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
@@ -156,7 +157,7 @@ func TestVolumeSecretsAreCopiedAndRewritten(t *testing.T) {
 				MountNamespace: mountNS, Owner: testOwner, PhysicalName: physicalName, PhysicalNode: physicalNode,
 				Names: resolvedNames(virtual), Plan: podidentity.PlanFor(virtual),
 			})
-			if got, want := tc.physical(physical.Spec.Volumes[0].VolumeSource), pn(tc.secret); got != want {
+			if got, want := tc.physical(physical.Spec.Volumes[0].VolumeSource), podtest.PhysicalNameOf(tc.secret); got != want {
 				t.Errorf("physical pod names Secret %q, want its copy %q", got, want)
 			}
 			if got := tc.physical(virtual.Spec.Volumes[0].VolumeSource); got != tc.secret {
@@ -183,7 +184,7 @@ func TestServiceAccountNameAnswersVirtualValue(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: virtualNS, Name: virtualName, UID: virtualUID},
 		Spec: corev1.PodSpec{
 			NodeName: virtualNode, ServiceAccountName: "builder",
-			Containers: []corev1.Container{{Name: "app", Image: "nginx:1", Env: []corev1.EnvVar{fieldEnv("SA", "spec.serviceAccountName")}}},
+			Containers: []corev1.Container{{Name: "app", Image: "nginx:1", Env: []corev1.EnvVar{podtest.FieldEnv("SA", "spec.serviceAccountName")}}},
 		},
 	}
 	physical := podspec.PhysicalPod(virtual, podspec.Translation{

@@ -34,26 +34,6 @@ import (
 	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
-func pn(name string) string { return kubeoceanv1alpha1.PhysicalName(virtualNS, name) }
-
-func fieldEnv(name, fieldPath string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: fieldPath}}}
-}
-
-func configMapEnv(name, configMap string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: configMap}, Key: "k"}}}
-}
-
-func secretEnv(name, secret string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: "k"}}}
-}
-
-func projectedVolume(name string, mode *int32, sources ...corev1.VolumeProjection) corev1.Volume {
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: mode, Sources: sources}}}
-}
-
 func fromTokenSecret(items ...corev1.KeyToPath) corev1.VolumeProjection {
 	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 		LocalObjectReference: corev1.LocalObjectReference{Name: podidentity.SecretName(physicalName)}, Items: items}}
@@ -101,11 +81,11 @@ func fullVirtualPod() *corev1.Pod {
 			Containers: []corev1.Container{{
 				Name: "app", Image: "nginx:1",
 				Env: []corev1.EnvVar{
-					configMapEnv("A", "app-config"), secretEnv("B", "app-creds"),
-					fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace"),
-					fieldEnv("POD_UID", "metadata.uid"), fieldEnv("NODE_NAME", "spec.nodeName"),
-					fieldEnv("POD_IP", "status.podIP"),
-					fieldEnv("APP", "metadata.labels['app']"), fieldEnv("TEAM", "metadata.annotations['team']"),
+					podtest.ConfigMapEnv("A", "app-config"), podtest.SecretEnv("B", "app-creds"),
+					podtest.FieldEnv("POD_NAME", "metadata.name"), podtest.FieldEnv("POD_NAMESPACE", "metadata.namespace"),
+					podtest.FieldEnv("POD_UID", "metadata.uid"), podtest.FieldEnv("NODE_NAME", "spec.nodeName"),
+					podtest.FieldEnv("POD_IP", "status.podIP"),
+					podtest.FieldEnv("APP", "metadata.labels['app']"), podtest.FieldEnv("TEAM", "metadata.annotations['team']"),
 				},
 				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-env"}}}},
 			}},
@@ -114,16 +94,16 @@ func fullVirtualPod() *corev1.Pod {
 				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}},
 				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "app-creds"}}},
 				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
-				projectedVolume("kube-api-access-abcde", ptr.To[int32](0o644),
+				podtest.ProjectedVolume("kube-api-access-abcde", ptr.To[int32](0o644),
 					corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
 					corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: references.RootCAConfigMap},
 						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 					corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
 						{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
 				),
-				projectedVolume("vault-token", nil,
+				podtest.ProjectedVolume("vault-token", nil,
 					corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "vault", ExpirationSeconds: ptr.To[int64](600), Path: "vault-token"}}),
-				projectedVolume("bundle", nil,
+				podtest.ProjectedVolume("bundle", nil,
 					corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "bundle-config"}}},
 					corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "bundle-secret"}}}),
 				{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{DefaultMode: ptr.To[int32](0o600), Items: []corev1.DownwardAPIVolumeFile{
@@ -171,38 +151,38 @@ func fullPhysicalPod() *corev1.Pod {
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
 			Tolerations:                  []corev1.Toleration{{Key: kubeoceanv1alpha1.TaintVirtualNode, Operator: corev1.TolerationOpExists}},
-			ImagePullSecrets:             []corev1.LocalObjectReference{{Name: pn("regcred")}},
+			ImagePullSecrets:             []corev1.LocalObjectReference{{Name: podtest.PhysicalNameOf("regcred")}},
 			InitContainers: []corev1.Container{{
 				Name: "init", Image: "busybox:1",
-				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: pn("init-config")}}}},
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: podtest.PhysicalNameOf("init-config")}}}},
 				Env:     apiServerEnv,
 			}},
 			Containers: []corev1.Container{{
 				Name: "app", Image: "nginx:1",
 				Env: append([]corev1.EnvVar{
-					configMapEnv("A", pn("app-config")), secretEnv("B", pn("app-creds")),
+					podtest.ConfigMapEnv("A", podtest.PhysicalNameOf("app-config")), podtest.SecretEnv("B", podtest.PhysicalNameOf("app-creds")),
 					{Name: "POD_NAME", Value: virtualName}, {Name: "POD_NAMESPACE", Value: virtualNS},
 					{Name: "POD_UID", Value: string(virtualUID)}, {Name: "NODE_NAME", Value: virtualNode},
-					fieldEnv("POD_IP", "status.podIP"),
-					fieldEnv("APP", "metadata.labels['label.kubeocean.io/app']"),
+					podtest.FieldEnv("POD_IP", "status.podIP"),
+					podtest.FieldEnv("APP", "metadata.labels['label.kubeocean.io/app']"),
 					{Name: "TEAM", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 						LocalObjectReference: corev1.LocalObjectReference{Name: podidentity.SecretName(physicalName)}, Key: podidentity.SecretKey("metadata.annotations['team']")}}},
 				}, apiServerEnv...),
-				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: pn("app-env")}}}},
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: podtest.PhysicalNameOf("app-env")}}}},
 			}},
 			Volumes: []corev1.Volume{
-				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: pn("app-config")}}}},
-				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: pn("app-creds")}}},
-				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pn("data")}}},
-				projectedVolume("kube-api-access-abcde", ptr.To[int32](0o644),
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: podtest.PhysicalNameOf("app-config")}}}},
+				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: podtest.PhysicalNameOf("app-creds")}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: podtest.PhysicalNameOf("data")}}},
+				podtest.ProjectedVolume("kube-api-access-abcde", ptr.To[int32](0o644),
 					fromTokenSecret(corev1.KeyToPath{Key: "token", Path: "token"}),
 					fromTokenSecret(corev1.KeyToPath{Key: "ca.crt", Path: "ca.crt"}),
 					fromTokenSecret(corev1.KeyToPath{Key: "metadata.namespace", Path: "namespace"})),
-				projectedVolume("vault-token", nil, fromTokenSecret(corev1.KeyToPath{Key: "token-1", Path: "vault-token"})),
-				projectedVolume("bundle", nil,
-					corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: pn("bundle-config")}}},
-					corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: pn("bundle-secret")}}}),
-				projectedVolume("podinfo", ptr.To[int32](0o600),
+				podtest.ProjectedVolume("vault-token", nil, fromTokenSecret(corev1.KeyToPath{Key: "token-1", Path: "vault-token"})),
+				podtest.ProjectedVolume("bundle", nil,
+					corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: podtest.PhysicalNameOf("bundle-config")}}},
+					corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: podtest.PhysicalNameOf("bundle-secret")}}}),
+				podtest.ProjectedVolume("podinfo", ptr.To[int32](0o600),
 					corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
 						{Path: "app", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['label.kubeocean.io/app']"}}}}},
 					fromTokenSecret(corev1.KeyToPath{Key: "metadata.name", Path: "name", Mode: ptr.To[int32](0o400)},
@@ -220,18 +200,8 @@ func fullPhysicalPod() *corev1.Pod {
 // resolvedNames are the names the dependents library returns for
 // fullVirtualPod.
 func resolvedNames(pod *corev1.Pod) Names {
-	refs := references.Copied(pod)
-	names := Names{Namespace: pod.Namespace, ConfigMaps: map[string]string{}, Secrets: map[string]string{}, PVCs: map[string]string{}}
-	for _, n := range refs.ConfigMaps {
-		names.ConfigMaps[n] = pn(n)
-	}
-	for _, n := range refs.Secrets {
-		names.Secrets[n] = pn(n)
-	}
-	for _, n := range refs.PVCs {
-		names.PVCs[n] = pn(n)
-	}
-	return names
+	configMaps, secrets, pvcs := podtest.CopiedNames(pod)
+	return Names{Namespace: pod.Namespace, ConfigMaps: configMaps, Secrets: secrets, PVCs: pvcs}
 }
 
 func TestPhysicalPod(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 
 	kubeoceanv1alpha1 "github.com/kubeocean/kubeocean/apis/kubeocean/v1alpha1"
 	"github.com/kubeocean/kubeocean/internal/ownership"
+	"github.com/kubeocean/kubeocean/internal/syncer/topdown/references"
 )
 
 // The binding, the pod and the nodes of BoundPod.
@@ -85,4 +86,49 @@ func Mapped(pod *corev1.Pod, uid types.UID) *corev1.Pod {
 		pod.Annotations[kubeoceanv1alpha1.AnnotationPhysicalPodUID] = string(uid)
 	}
 	return pod
+}
+
+// PhysicalNameOf is the physical name of the object name of
+// VirtualNamespace.
+func PhysicalNameOf(name string) string {
+	return kubeoceanv1alpha1.PhysicalName(VirtualNamespace, name)
+}
+
+// CopiedNames are the physical names of the ConfigMaps, Secrets and claims
+// pod refers to, by virtual name, as the dependents library returns them.
+func CopiedNames(pod *corev1.Pod) (configMaps, secrets, pvcs map[string]string) {
+	refs := references.Copied(pod)
+	configMaps, secrets, pvcs = map[string]string{}, map[string]string{}, map[string]string{}
+	for _, n := range refs.ConfigMaps {
+		configMaps[n] = kubeoceanv1alpha1.PhysicalName(pod.Namespace, n)
+	}
+	for _, n := range refs.Secrets {
+		secrets[n] = kubeoceanv1alpha1.PhysicalName(pod.Namespace, n)
+	}
+	for _, n := range refs.PVCs {
+		pvcs[n] = kubeoceanv1alpha1.PhysicalName(pod.Namespace, n)
+	}
+	return configMaps, secrets, pvcs
+}
+
+// FieldEnv is an environment variable from the pod's field fieldPath.
+func FieldEnv(name, fieldPath string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: fieldPath}}}
+}
+
+// ConfigMapEnv is an environment variable from key "k" of configMap.
+func ConfigMapEnv(name, configMap string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: configMap}, Key: "k"}}}
+}
+
+// SecretEnv is an environment variable from key "k" of secret.
+func SecretEnv(name, secret string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: "k"}}}
+}
+
+// ProjectedVolume is a projected volume of sources.
+func ProjectedVolume(name string, mode *int32, sources ...corev1.VolumeProjection) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: mode, Sources: sources}}}
 }
