@@ -59,9 +59,9 @@ type Condition struct {
 	// is checked once.
 	synced bool
 	// writing: a Note is writing the condition; dirty: what it says
-	// changed, or was asked for, since that write read it. One writer at
-	// a time: the pod workers of a burst all Note their pods before the
-	// first check is done, and each would otherwise read the binding.
+	// changed since that write read it. One writer at a time: the pod
+	// workers of a burst all Note their pods before the first check is
+	// done, and each would otherwise read the binding.
 	writing, dirty bool
 }
 
